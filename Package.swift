@@ -1,0 +1,86 @@
+// swift-tools-version: 6.0
+import PackageDescription
+
+/// The same strictness for every target: Swift 6 language mode comes with tools 6.0.
+let strict: [SwiftSetting] = [
+    .enableUpcomingFeature("ExistentialAny"),
+]
+
+/// A plugin is a library target under `Plugins/<Name>` that imports the core and no other plugin.
+func plugin(_ name: String, dependencies: [Target.Dependency] = []) -> Target {
+    .target(
+        name: name,
+        dependencies: ["MediaFetchCore"] + dependencies,
+        path: "Plugins/\(name)",
+        swiftSettings: strict
+    )
+}
+
+let package = Package(
+    name: "MediaFetch",
+    platforms: [.macOS(.v15)],
+    products: [
+        .executable(name: "mediafetch", targets: ["mediafetch"]),
+        .library(name: "MediaFetchCore", targets: ["MediaFetchCore"]),
+        .library(name: "MediaFetchTesting", targets: ["MediaFetchTesting"]),
+    ],
+    targets: [
+        .systemLibrary(
+            name: "CYAML",
+            path: "Sources/CYAML",
+            pkgConfig: "yaml-0.1",
+            providers: [.apt(["libyaml-dev"])]
+        ),
+        .target(name: "MediaFetchCore", dependencies: ["CYAML"], swiftSettings: strict),
+        plugin("ITunesSource"),
+        plugin("URLListSource"),
+        plugin("FoundationTransport"),
+        plugin("DirectorySink"),
+        .target(name: "MediaFetchTesting", dependencies: ["MediaFetchCore"], swiftSettings: strict),
+        .target(
+            name: "MediaFetchCLI",
+            dependencies: [
+                "MediaFetchCore", "MediaFetchTesting",
+                "ITunesSource", "URLListSource", "FoundationTransport", "DirectorySink",
+            ],
+            swiftSettings: strict
+        ),
+        .executableTarget(name: "mediafetch", dependencies: ["MediaFetchCLI"], swiftSettings: strict),
+        .testTarget(
+            name: "MediaFetchCoreTests",
+            dependencies: ["MediaFetchCore", "MediaFetchTesting"],
+            swiftSettings: strict
+        ),
+        .testTarget(
+            name: "ITunesSourceTests",
+            dependencies: ["ITunesSource", "MediaFetchCore", "MediaFetchTesting", "FoundationTransport"],
+            resources: [.copy("Fixtures")],
+            swiftSettings: strict
+        ),
+        .testTarget(
+            name: "URLListSourceTests",
+            dependencies: ["URLListSource", "MediaFetchCore", "MediaFetchTesting", "FoundationTransport"],
+            swiftSettings: strict
+        ),
+        .testTarget(
+            name: "FoundationTransportTests",
+            dependencies: ["FoundationTransport", "MediaFetchCore", "MediaFetchTesting"],
+            swiftSettings: strict
+        ),
+        .testTarget(
+            name: "DirectorySinkTests",
+            dependencies: ["DirectorySink", "MediaFetchCore"],
+            swiftSettings: strict
+        ),
+        .testTarget(
+            name: "MediaFetchTestingTests",
+            dependencies: ["MediaFetchTesting", "MediaFetchCore"],
+            swiftSettings: strict
+        ),
+        .testTarget(
+            name: "MediaFetchCLITests",
+            dependencies: ["MediaFetchCLI", "mediafetch", "MediaFetchCore", "MediaFetchTesting"],
+            swiftSettings: strict
+        ),
+    ]
+)

@@ -1,0 +1,4 @@
+import Foundation
+
+/// Reads a YAML config into a validated ``PipelineSpec``. (Being implemented.)
+public enum ConfigLoader {}

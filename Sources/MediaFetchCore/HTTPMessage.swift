@@ -1,0 +1,148 @@
+import Foundation
+
+/// A small, buffered HTTP exchange: API calls such as an iTunes search.
+public struct HTTPRequest: Sendable {
+    public enum Method: String, Sendable {
+        case get = "GET"
+        case head = "HEAD"
+    }
+
+    public var method: Method
+    public var url: URL
+    public var headers: HTTPHeaders
+    /// Overrides the transport's total timeout for this request.
+    public var timeout: Duration?
+    /// Whether a compressed response encoding may be asked for (yes for JSON, no for media).
+    public var acceptsCompression: Bool
+    /// A response body larger than this is an error rather than a memory hazard.
+    public var maxBodyBytes: Int
+
+    public init(
+        method: Method = .get,
+        url: URL,
+        headers: HTTPHeaders = [:],
+        timeout: Duration? = nil,
+        acceptsCompression: Bool = true,
+        maxBodyBytes: Int = 32 << 20
+    ) {
+        self.method = method
+        self.url = url
+        self.headers = headers
+        self.timeout = timeout
+        self.acceptsCompression = acceptsCompression
+        self.maxBodyBytes = maxBodyBytes
+    }
+}
+
+/// The answer to an ``HTTPRequest``, whatever its status.
+public struct HTTPResponse: Sendable {
+    public var status: Int
+    public var headers: HTTPHeaders
+    /// Where the body came from after redirects.
+    public var url: URL
+    public var body: Data
+
+    public init(status: Int, headers: HTTPHeaders, url: URL, body: Data) {
+        self.status = status
+        self.headers = headers
+        self.url = url
+        self.body = body
+    }
+}
+
+/// What identifies one version of a resource, so that a resumed download does not splice two versions.
+public struct Validator: Sendable, Hashable, Codable, CustomStringConvertible {
+    public var etag: String?
+    public var lastModified: String?
+
+    public init(etag: String? = nil, lastModified: String? = nil) {
+        self.etag = etag
+        self.lastModified = lastModified
+    }
+
+    /// Reads the validator a response carries; nil when it has none.
+    public init?(headers: HTTPHeaders) {
+        self.init(etag: headers["ETag"], lastModified: headers["Last-Modified"])
+        if etag == nil && lastModified == nil { return nil }
+    }
+
+    /// The value for `If-Range`: a strong ETag when there is one (RFC 9110 forbids weak ones there),
+    /// otherwise the Last-Modified date.
+    public var ifRangeValue: String? {
+        if let etag, !etag.hasPrefix("W/") { return etag }
+        return lastModified
+    }
+
+    public var description: String { etag ?? lastModified ?? "none" }
+}
+
+/// A streaming GET of one file into a staging file on disk.
+public struct DownloadRequest: Sendable {
+    public var url: URL
+    public var headers: HTTPHeaders
+    /// The file the body goes into. The transport creates it if needed.
+    public var destination: URL
+    /// Bytes already in `destination` to keep: when above zero the transport asks for
+    /// `Range: bytes=N-` with `If-Range` from `validator`, appends on 206 and starts over on 200.
+    public var resumeFrom: Int64
+    public var validator: Validator?
+
+    public init(
+        url: URL,
+        destination: URL,
+        headers: HTTPHeaders = [:],
+        resumeFrom: Int64 = 0,
+        validator: Validator? = nil
+    ) {
+        self.url = url
+        self.headers = headers
+        self.destination = destination
+        self.resumeFrom = resumeFrom
+        self.validator = validator
+    }
+}
+
+/// How a download ended when it ended well (status 200 or 206, every promised byte written).
+public struct DownloadResult: Sendable {
+    public var status: Int
+    public var headers: HTTPHeaders
+    /// Where the body came from after redirects.
+    public var url: URL
+    /// Bytes this transfer wrote.
+    public var bytesWritten: Int64
+    /// The size of `destination` now: kept bytes plus written ones.
+    public var fileSize: Int64
+    /// The validator of what was downloaded, for a later resume.
+    public var validator: Validator?
+    /// True when a resume was asked for but the server sent the whole file, so the kept bytes were dropped.
+    public var restarted: Bool
+
+    public init(
+        status: Int,
+        headers: HTTPHeaders,
+        url: URL,
+        bytesWritten: Int64,
+        fileSize: Int64,
+        validator: Validator?,
+        restarted: Bool
+    ) {
+        self.status = status
+        self.headers = headers
+        self.url = url
+        self.bytesWritten = bytesWritten
+        self.fileSize = fileSize
+        self.validator = validator
+        self.restarted = restarted
+    }
+}
+
+/// A download's progress: bytes in the file so far, out of the expected total when the server said it.
+public struct DownloadProgress: Sendable, Hashable {
+    public var received: Int64
+    public var expected: Int64?
+
+    public init(received: Int64, expected: Int64?) {
+        self.received = received
+        self.expected = expected
+    }
+}

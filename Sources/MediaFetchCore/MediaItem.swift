@@ -1,0 +1,99 @@
+import Foundation
+
+/// One thing a source found: a song, a video, an audiobook, or a plain file from a URL list.
+///
+/// Only `id` and `title` are always present; everything else is whatever the catalog knew.
+public struct MediaItem: Sendable, Hashable, Codable {
+    /// Stable within its source (the iTunes track id, or the URL of a list entry); with the source's name
+    /// it keys the item across runs.
+    public var id: String
+    /// The catalog's kind, e.g. "song", "music-video", "podcast"; nil when it did not say.
+    public var kind: String?
+    public var title: String
+    public var artist: String?
+    public var album: String?
+    public var trackNumber: Int?
+    public var discNumber: Int?
+    /// Play time in milliseconds.
+    public var durationMillis: Int?
+    public var releaseDate: Date?
+    public var genre: String?
+    public var previewURL: URL?
+    public var artworkURL: URL?
+    /// The record the source decoded this item from, unknown fields included.
+    public var raw: JSONValue?
+
+    public init(
+        id: String,
+        kind: String? = nil,
+        title: String,
+        artist: String? = nil,
+        album: String? = nil,
+        trackNumber: Int? = nil,
+        discNumber: Int? = nil,
+        durationMillis: Int? = nil,
+        releaseDate: Date? = nil,
+        genre: String? = nil,
+        previewURL: URL? = nil,
+        artworkURL: URL? = nil,
+        raw: JSONValue? = nil
+    ) {
+        self.id = id
+        self.kind = kind
+        self.title = title
+        self.artist = artist
+        self.album = album
+        self.trackNumber = trackNumber
+        self.discNumber = discNumber
+        self.durationMillis = durationMillis
+        self.releaseDate = releaseDate
+        self.genre = genre
+        self.previewURL = previewURL
+        self.artworkURL = artworkURL
+        self.raw = raw
+    }
+
+    /// A short reference for messages and events.
+    public var ref: ItemRef { ItemRef(id: id, title: title, artist: artist) }
+}
+
+/// Which file of an item is meant.
+public enum AssetKind: String, Sendable, Hashable, Codable, CaseIterable {
+    case preview
+    case artwork
+}
+
+extension MediaItem {
+    /// The URL of `asset`, if the item has one.
+    public func url(for asset: AssetKind) -> URL? {
+        switch asset {
+        case .preview: previewURL
+        case .artwork: artworkURL
+        }
+    }
+
+    /// The file extension `asset` should be stored with, taken from its URL ("m4a" for
+    /// `mzaf_1.plus.aac.p.m4a`); "bin" when the URL has none.
+    public func fileExtension(for asset: AssetKind) -> String {
+        let ext = url(for: asset)?.pathExtension.lowercased() ?? ""
+        let safe = ext.unicodeScalars.allSatisfy { $0.isASCII && ($0.properties.isAlphabetic || ("0"..."9").contains($0)) }
+        return !ext.isEmpty && ext.utf8.count <= 8 && safe ? ext : "bin"
+    }
+}
+
+/// Enough of an item to name it in a message: `Jack Johnson – Upside Down [1469577741]`.
+public struct ItemRef: Sendable, Hashable, Codable, CustomStringConvertible {
+    public var id: String
+    public var title: String
+    public var artist: String?
+
+    public init(id: String, title: String, artist: String? = nil) {
+        self.id = id
+        self.title = title
+        self.artist = artist
+    }
+
+    public var description: String {
+        if let artist, !artist.isEmpty { "\(artist) – \(title) [\(id)]" } else { "\(title) [\(id)]" }
+    }
+}

@@ -1,0 +1,107 @@
+import Foundation
+
+/// The three kinds of plugin, one per config section.
+public enum PluginKind: String, Sendable, CaseIterable, CustomStringConvertible {
+    case source
+    case transport
+    case sink
+
+    public var description: String { rawValue }
+}
+
+/// What the docs, `mediafetch plugins` and the config loader need to know of a plugin.
+public struct PluginInfo: Sendable {
+    public var kind: PluginKind
+    /// The name a config's `use:` picks it by.
+    public var name: String
+    /// One line saying what it does.
+    public var summary: String
+    public var options: [OptionSpec]
+
+    public init(kind: PluginKind, name: String, summary: String, options: [OptionSpec]) {
+        self.kind = kind
+        self.name = name
+        self.summary = summary
+        self.options = options
+    }
+
+    public func option(_ key: String) -> OptionSpec? {
+        options.first { $0.key == key }
+    }
+}
+
+/// What a factory gets besides its options.
+public struct PluginContext: Sendable {
+    /// The run's state directory (staging files, ledger).
+    public var stateDirectory: URL
+
+    public init(stateDirectory: URL) {
+        self.stateDirectory = stateDirectory
+    }
+}
+
+/// A plugin: its description and the factory that makes it from validated options.
+///
+/// Each plugin module exports one of these, e.g. `ITunesSource.descriptor`.
+public struct PluginDescriptor<Product: Sendable>: Sendable {
+    public var info: PluginInfo
+    public var make: @Sendable (PluginOptions, PluginContext) throws -> Product
+
+    public init(info: PluginInfo, make: @escaping @Sendable (PluginOptions, PluginContext) throws -> Product) {
+        self.info = info
+        self.make = make
+    }
+}
+
+public typealias SourceDescriptor = PluginDescriptor<any Source>
+public typealias TransportDescriptor = PluginDescriptor<any Transport>
+public typealias SinkDescriptor = PluginDescriptor<any Sink>
+
+/// Maps plugin names to factories, for each kind.
+///
+/// Built explicitly: the CLI registers every bundled plugin, tests register their own.
+public struct PluginRegistry: Sendable {
+    public private(set) var sources: [SourceDescriptor] = []
+    public private(set) var transports: [TransportDescriptor] = []
+    public private(set) var sinks: [SinkDescriptor] = []
+    /// The plugin a section names when it leaves out `use:` (or the section is left out).
+    public private(set) var defaults: [PluginKind: String] = [:]
+
+    public init() {}
+
+    /// Adds a source; `isDefault` makes it the one used when the config names none.
+    public mutating func register(source: SourceDescriptor, isDefault: Bool = false) {
+        sources.removeAll { $0.info.name == source.info.name }
+        sources.append(source)
+        if isDefault { defaults[.source] = source.info.name }
+    }
+
+    public mutating func register(transport: TransportDescriptor, isDefault: Bool = false) {
+        transports.removeAll { $0.info.name == transport.info.name }
+        transports.append(transport)
+        if isDefault { defaults[.transport] = transport.info.name }
+    }
+
+    public mutating func register(sink: SinkDescriptor, isDefault: Bool = false) {
+        sinks.removeAll { $0.info.name == sink.info.name }
+        sinks.append(sink)
+        if isDefault { defaults[.sink] = sink.info.name }
+    }
+
+    /// Every plugin of `kind`, in registration order.
+    public func plugins(_ kind: PluginKind) -> [PluginInfo] {
+        switch kind {
+        case .source: sources.map(\.info)
+        case .transport: transports.map(\.info)
+        case .sink: sinks.map(\.info)
+        }
+    }
+
+    public func info(_ kind: PluginKind, named name: String) -> PluginInfo? {
+        plugins(kind).first { $0.name == name }
+    }
+
+    public func source(named name: String) -> SourceDescriptor? { sources.first { $0.info.name == name } }
+    public func transport(named name: String) -> TransportDescriptor? { transports.first { $0.info.name == name } }
+    public func sink(named name: String) -> SinkDescriptor? { sinks.first { $0.info.name == name } }
+}
