@@ -1,1 +1,185 @@
+import Foundation
 import MediaFetchCore
+
+/// Finds items with Apple's iTunes Search API: `/search` by term, or `/lookup` by ids.
+public struct ITunesSource: Source {
+    public enum Query: Sendable, Hashable {
+        /// `/search?term=...`, paged with `offset` up to `maxItems`.
+        case search(term: String)
+        /// `/lookup?<key>=1,2,3`: the looked-up items first, then their children.
+        case lookup(key: String, ids: [String])
+    }
+
+    public struct Configuration: Sendable {
+        public var endpoint: URL
+        public var query: Query
+        /// Extra parameters sent as they are: media, entity, attribute, country, lang, explicit.
+        public var parameters: [(String, String)]
+        /// Results per API call, 1...200.
+        public var pageSize: Int
+        /// Items to produce at most (items with a preview; skipped records do not count).
+        public var maxItems: Int
+        public var requestsPerMinute: Int
+        /// How often a throttled call (403 or 429) is tried again before the source gives up.
+        public var throttleRetries: Int
+        /// The first wait after throttling; it doubles each time.
+        public var throttleBackoff: Duration
+
+        public init(
+            endpoint: URL = URL(string: "https://itunes.apple.com")!,
+            query: Query,
+            parameters: [(String, String)] = [],
+            pageSize: Int = 50,
+            maxItems: Int = 50,
+            requestsPerMinute: Int = 20,
+            throttleRetries: Int = 3,
+            throttleBackoff: Duration = .seconds(10)
+        ) {
+            self.endpoint = endpoint
+            self.query = query
+            self.parameters = parameters
+            self.pageSize = pageSize
+            self.maxItems = maxItems
+            self.requestsPerMinute = requestsPerMinute
+            self.throttleRetries = throttleRetries
+            self.throttleBackoff = throttleBackoff
+        }
+    }
+
+    public let configuration: Configuration
+    private let pacer: Pacer
+
+    public init(_ configuration: Configuration) {
+        self.configuration = configuration
+        pacer = Pacer(requestsPerMinute: configuration.requestsPerMinute)
+    }
+
+    /// How many ids go into one `/lookup` call.
+    static let lookupBatch = 50
+
+    public func run(_ context: SourceContext, emit: @Sendable (SourceOutput) async throws -> Void) async throws {
+        var seen = Set<String>()
+        var produced = 0
+
+        /// Emits a page's records; answers how many new items it held.
+        func emitPage(_ records: [ITunesRecord]) async throws -> Int {
+            var fresh = 0
+            for record in records {
+                guard produced < configuration.maxItems else { break }
+                switch record.mediaItem() {
+                case .success(let item):
+                    guard seen.insert(item.id).inserted else {
+                        try await emit(.skipped(item.ref, reason: "duplicate of an earlier result (same track id)"))
+                        continue
+                    }
+                    produced += 1
+                    fresh += 1
+                    try await emit(.item(item))
+                case .failure(.skipped(let reason)):
+                    try await emit(.skipped(record.ref, reason: reason))
+                case .failure(.failed(let reason, let url)):
+                    try await emit(.failed(record.ref, url: url, reason: reason))
+                }
+            }
+            return fresh
+        }
+
+        switch configuration.query {
+        case .search(let term):
+            var offset = 0
+            while produced < configuration.maxItems {
+                var parameters = [("term", term)] + configuration.parameters
+                parameters.append(("limit", String(configuration.pageSize)))
+                if offset > 0 { parameters.append(("offset", String(offset))) }
+                let records = try await call("search", parameters, context)
+                let fresh = try await emitPage(records)
+                // A short page is the last one; a page with nothing new would page forever.
+                if records.count < configuration.pageSize || fresh == 0 { break }
+                offset += records.count
+            }
+        case .lookup(let key, let ids):
+            for start in stride(from: 0, to: ids.count, by: Self.lookupBatch) where produced < configuration.maxItems {
+                let batch = ids[start..<min(start + Self.lookupBatch, ids.count)]
+                var parameters = [(key, batch.joined(separator: ","))] + configuration.parameters
+                parameters.append(("limit", String(configuration.pageSize)))
+                _ = try await emitPage(try await call("lookup", parameters, context))
+            }
+        }
+    }
+
+    /// One paced API call, retried with backoff while the API throttles.
+    private func call(_ path: String, _ parameters: [(String, String)], _ context: SourceContext) async throws
+        -> [ITunesRecord]
+    {
+        guard let url = ITunesQuery.url(endpoint: configuration.endpoint, path: path, parameters: parameters) else {
+            throw SourceError("cannot build an API URL from endpoint \(configuration.endpoint.absoluteString)")
+        }
+        var wait = configuration.throttleBackoff
+        var attempt = 0
+        while true {
+            try await pacer.wait()
+            let response: HTTPResponse
+            do {
+                response = try await context.transport.send(
+                    HTTPRequest(url: url, headers: ["Accept": "application/json, text/javascript"]))
+            } catch let error as TransportError {
+                if error.code == .cancelled { throw CancellationError() }
+                throw SourceError("iTunes API call failed: \(error)")
+            }
+            switch response.status {
+            case 200:
+                return try Self.decode(response)
+            case 403 where attempt < configuration.throttleRetries, 429 where attempt < configuration.throttleRetries:
+                context.notice(
+                    "iTunes API throttled the call (HTTP \(response.status)); waiting \(wait.formattedSeconds) "
+                        + "before try \(attempt + 2) of \(configuration.throttleRetries + 1)")
+                try await Task.sleep(for: wait)
+                wait *= 2
+                attempt += 1
+            case 403, 429:
+                throw SourceError(
+                    "iTunes API kept refusing calls (HTTP \(response.status), throttling) after "
+                        + "\(configuration.throttleRetries) retries: \(url.absoluteString); lower "
+                        + "requests-per-minute (Apple allows about 20) or try again later")
+            case 400:
+                throw SourceError(
+                    "iTunes API rejected the query (HTTP 400): \(Self.errorMessage(response)); check the "
+                        + "source's media, entity, attribute and country: \(url.absoluteString)")
+            default:
+                throw SourceError(
+                    "iTunes API answered HTTP \(response.status) for \(url.absoluteString): "
+                        + Self.quote(response.body))
+            }
+        }
+    }
+
+    static func decode(_ response: HTTPResponse) throws -> [ITunesRecord] {
+        do {
+            return try JSONDecoder().decode(ITunesResponse.self, from: response.body).results
+        } catch {
+            let type = response.headers["Content-Type"] ?? "no content type"
+            throw SourceError(
+                "iTunes API answer from \(response.url.absoluteString) is not the expected JSON (\(type)); "
+                    + "it begins: \(quote(response.body))")
+        }
+    }
+
+    /// Apple's `errorMessage` from a 400 body, or the body itself.
+    static func errorMessage(_ response: HTTPResponse) -> String {
+        struct Body: Decodable { var errorMessage: String? }
+        if let message = (try? JSONDecoder().decode(Body.self, from: response.body))?.errorMessage {
+            return message
+        }
+        return quote(response.body)
+    }
+
+    /// The first bytes of a body, printable, for error messages.
+    static func quote(_ body: Data, limit: Int = 120) -> String {
+        if body.isEmpty { return "(empty body)" }
+        let head = String(decoding: body.prefix(limit), as: UTF8.self)
+            .trimmingCharacters(in: .whitespacesAndNewlines)
+        let printable = head.unicodeScalars.map { $0.properties.generalCategory == .control ? " " : String($0) }
+            .joined()
+        return "\"\(printable)\"" + (body.count > limit ? "…" : "")
+    }
+}

@@ -1,1 +1,93 @@
+import Foundation
 import MediaFetchCore
+
+/// Reads a text file of URLs, one per line, and makes each an item named after its last path component.
+///
+/// Blank lines and lines starting with `#` are ignored. A line that is not an http(s) URL is a
+/// failed item naming the file and line, so one typo does not stop the rest of the list.
+public struct URLListSource: Source {
+    /// The list file, absolute.
+    public let file: String
+    /// How the file is named in messages (as the user wrote it).
+    public let displayName: String
+
+    public init(file: String, displayName: String? = nil) {
+        self.file = file
+        self.displayName = displayName ?? file
+    }
+
+    public func run(_ context: SourceContext, emit: @Sendable (SourceOutput) async throws -> Void) async throws {
+        let data: Data
+        do {
+            data = try Data(contentsOf: URL(fileURLWithPath: file))
+        } catch {
+            throw SourceError("cannot read the URL list \(displayName): \(Self.reason(error))")
+        }
+        guard let text = String(data: data, encoding: .utf8) else {
+            throw SourceError("the URL list \(displayName) is not UTF-8 text")
+        }
+
+        var firstLine: [String: Int] = [:]
+        for (index, rawLine) in text.split(separator: "\n", omittingEmptySubsequences: false).enumerated() {
+            try Task.checkCancellation()
+            let number = index + 1
+            let line = rawLine.trimmingCharacters(in: .whitespacesAndNewlines)
+            if line.isEmpty || line.hasPrefix("#") { continue }
+            let place = "\(displayName):\(number)"
+
+            guard let url = URL(string: line), url.isFetchable else {
+                let ref = ItemRef(id: line, title: "line \(number)")
+                try await emit(.failed(ref, url: nil, reason: "\(place): \"\(Self.shorten(line))\" is not an http or "
+                    + "https URL; fix or remove the line (a # at the start makes it a comment)"))
+                continue
+            }
+            let item = Self.item(for: url)
+            if let earlier = firstLine[item.id] {
+                try await emit(.skipped(item.ref, reason: "\(place): the same URL as line \(earlier)"))
+                continue
+            }
+            firstLine[item.id] = number
+            try await emit(.item(item))
+        }
+    }
+
+    /// The item for one URL: its id is the URL, its title the last path component without extension.
+    static func item(for url: URL) -> MediaItem {
+        let last = url.lastPathComponent
+        let name = (last.isEmpty || last == "/") ? (url.host ?? url.absoluteString) : last
+        let ext = (name as NSString).pathExtension
+        let title = ext.isEmpty ? name : String(name.dropLast(ext.count + 1))
+        return MediaItem(id: url.absoluteString, kind: "file", title: title.isEmpty ? name : title, previewURL: url)
+    }
+
+    static func shorten(_ line: String) -> String {
+        line.count > 80 ? line.prefix(80) + "…" : line
+    }
+
+    static func reason(_ error: any Error) -> String {
+        let nsError = error as NSError
+        if let underlying = nsError.userInfo[NSUnderlyingErrorKey] as? NSError, underlying.domain == NSPOSIXErrorDomain,
+            let code = POSIXErrorCode(rawValue: Int32(underlying.code))
+        {
+            return String(cString: strerror(code.rawValue))
+        }
+        return nsError.localizedDescription
+    }
+
+    /// `use: urls`.
+    public static let descriptor = SourceDescriptor(
+        info: PluginInfo(
+            kind: .source,
+            name: "urls",
+            summary: "Reads a text file of http(s) URLs, one per line; # starts a comment",
+            options: [
+                OptionSpec("file", .path, required: true,
+                    doc: "The list file, relative to the config file. Each URL is stored under its last path component."),
+            ]
+        ),
+        make: { options, _ in
+            guard let path = options.path("file") else { throw options.error("file", "missing the list file") }
+            return URLListSource(file: path, displayName: path)
+        }
+    )
+}

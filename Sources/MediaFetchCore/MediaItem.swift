@@ -73,11 +73,12 @@ extension MediaItem {
     }
 
     /// The file extension `asset` should be stored with, taken from its URL ("m4a" for
-    /// `mzaf_1.plus.aac.p.m4a`); "bin" when the URL has none.
+    /// `mzaf_1.plus.aac.p.m4a`); empty when the URL has none that looks like one (short, ASCII
+    /// letters and digits), so a name is never given a made-up type.
     public func fileExtension(for asset: AssetKind) -> String {
         let ext = url(for: asset)?.pathExtension.lowercased() ?? ""
-        let safe = ext.unicodeScalars.allSatisfy { $0.isASCII && ($0.properties.isAlphabetic || ("0"..."9").contains($0)) }
-        return !ext.isEmpty && ext.utf8.count <= 8 && safe ? ext : "bin"
+        let looksLikeOne = ext.utf8.count <= 8 && ext.allSatisfy { $0.isASCII && ($0.isLetter || $0.isNumber) }
+        return looksLikeOne ? ext : ""
     }
 }
 

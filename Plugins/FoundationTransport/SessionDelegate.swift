@@ -1,0 +1,311 @@
+import Foundation
+import MediaFetchCore
+import Synchronization
+
+#if canImport(FoundationNetworking)
+    import FoundationNetworking
+#endif
+
+/// What a running task is doing with its body.
+enum TransferState: Sendable {
+    case buffered(BufferedTransfer)
+    case file(FileTransfer)
+}
+
+/// How a task ended well.
+enum TransferOutcome: Sendable {
+    case buffered(HTTPResponse)
+    case file(DownloadResult)
+}
+
+/// A small response collected in memory.
+struct BufferedTransfer: Sendable {
+    var limit: Int
+    var body = Data()
+    var response: HTTPURLResponse?
+
+    init(limit: Int) {
+        self.limit = limit
+    }
+}
+
+/// A download streamed into its destination file.
+struct FileTransfer: @unchecked Sendable {
+    // @unchecked: the FileHandle is only touched on the session's serial delegate queue.
+    var request: DownloadRequest
+    var progress: @Sendable (DownloadProgress) -> Void
+    var handle: FileHandle?
+    var response: HTTPURLResponse?
+    /// Where the body starts in the file: the kept bytes on 206, zero on 200.
+    var base: Int64 = 0
+    var written: Int64 = 0
+    var expected: Int64?
+    var restarted = false
+    var lastProgress: ContinuousClock.Instant?
+
+    init(request: DownloadRequest, progress: @escaping @Sendable (DownloadProgress) -> Void) {
+        self.request = request
+        self.progress = progress
+    }
+}
+
+/// The session's delegate: routes each task's callbacks to its state, and ends its continuation.
+final class SessionDelegate: NSObject, URLSessionDataDelegate, Sendable {
+    private struct Entry {
+        var state: TransferState
+        var continuation: CheckedContinuation<TransferOutcome, any Error>
+        var redirects = 0
+        /// The first problem seen; it wins over whatever error the cancelled task reports after.
+        var failure: TransportError?
+    }
+
+    private let maxRedirects: Int
+    private let entries = Mutex<[Int: Entry]>([:])
+    private static let progressInterval = Duration.milliseconds(100)
+
+    init(maxRedirects: Int) {
+        self.maxRedirects = maxRedirects
+    }
+
+    func register(_ task: URLSessionTask, state: TransferState, continuation: CheckedContinuation<TransferOutcome, any Error>) {
+        entries.withLock { $0[task.taskIdentifier] = Entry(state: state, continuation: continuation) }
+    }
+
+    /// Records why a task must stop, and stops it.
+    private func fail(_ task: URLSessionTask, _ error: TransportError) {
+        entries.withLock { entries in
+            if entries[task.taskIdentifier]?.failure == nil { entries[task.taskIdentifier]?.failure = error }
+        }
+        task.cancel()
+    }
+
+    func urlSession(
+        _ session: URLSession,
+        task: URLSessionTask,
+        willPerformHTTPRedirection response: HTTPURLResponse,
+        newRequest request: URLRequest,
+        completionHandler: @escaping @Sendable (URLRequest?) -> Void
+    ) {
+        let redirects = entries.withLock { entries -> Int in
+            entries[task.taskIdentifier]?.redirects += 1
+            return entries[task.taskIdentifier]?.redirects ?? 0
+        }
+        if let target = request.url, let error = TransportError.checkScheme(target) {
+            fail(task, TransportError(error.code, url: target, detail: "redirected from \(response.url?.absoluteString ?? "?")"))
+            completionHandler(nil)
+        } else if redirects > maxRedirects {
+            fail(task, TransportError(.tooManyRedirects(maxRedirects), url: task.originalRequest?.url))
+            completionHandler(nil)
+        } else {
+            completionHandler(request)
+        }
+    }
+
+    func urlSession(
+        _ session: URLSession,
+        dataTask: URLSessionDataTask,
+        didReceive response: URLResponse,
+        completionHandler: @escaping @Sendable (URLSession.ResponseDisposition) -> Void
+    ) {
+        guard let http = response as? HTTPURLResponse else {
+            fail(dataTask, TransportError(.other, url: response.url, detail: "not an HTTP response"))
+            completionHandler(.cancel)
+            return
+        }
+        let problem: TransportError? = entries.withLock { entries in
+            guard var entry = entries[dataTask.taskIdentifier], entry.failure == nil else { return nil }
+            defer { entries[dataTask.taskIdentifier] = entry }
+            switch entry.state {
+            case .buffered(var transfer):
+                transfer.response = http
+                if http.expectedContentLength > Int64(transfer.limit) {
+                    return TransportError(.bodyTooLarge(limit: transfer.limit), url: http.url)
+                }
+                entry.state = .buffered(transfer)
+                return nil
+            case .file(var transfer):
+                do {
+                    try transfer.open(http)
+                } catch let error as TransportError {
+                    return error
+                } catch {
+                    return TransportError(.fileError, url: transfer.request.destination, detail: "\(error)")
+                }
+                entry.state = .file(transfer)
+                return nil
+            }
+        }
+        if let problem {
+            fail(dataTask, problem)
+            completionHandler(.cancel)
+        } else {
+            completionHandler(.allow)
+        }
+    }
+
+    func urlSession(_ session: URLSession, dataTask: URLSessionDataTask, didReceive data: Data) {
+        let problem: TransportError? = entries.withLock { entries in
+            guard var entry = entries[dataTask.taskIdentifier], entry.failure == nil else { return nil }
+            defer { entries[dataTask.taskIdentifier] = entry }
+            switch entry.state {
+            case .buffered(var transfer):
+                guard transfer.body.count + data.count <= transfer.limit else {
+                    return TransportError(.bodyTooLarge(limit: transfer.limit), url: dataTask.currentRequest?.url)
+                }
+                transfer.body.append(data)
+                entry.state = .buffered(transfer)
+            case .file(var transfer):
+                do {
+                    try transfer.write(data)
+                } catch {
+                    return TransportError(.fileError, url: transfer.request.destination, detail: "\(error)")
+                }
+                entry.state = .file(transfer)
+            }
+            return nil
+        }
+        if let problem { fail(dataTask, problem) }
+    }
+
+    func urlSession(_ session: URLSession, task: URLSessionTask, didCompleteWithError error: (any Error)?) {
+        guard let entry = entries.withLock({ $0.removeValue(forKey: task.taskIdentifier) }) else { return }
+        switch entry.state {
+        case .buffered(let transfer):
+            if let failure = entry.failure ?? error.map({ Self.transportError($0, url: task.originalRequest?.url) }) {
+                entry.continuation.resume(throwing: failure)
+            } else if let response = transfer.response, let url = response.url ?? task.originalRequest?.url {
+                entry.continuation.resume(
+                    returning: .buffered(
+                        HTTPResponse(status: response.statusCode, headers: Self.headers(response), url: url,
+                                     body: transfer.body)))
+            } else {
+                entry.continuation.resume(throwing: TransportError(.other, url: task.originalRequest?.url,
+                                                                   detail: "no response"))
+            }
+        case .file(var transfer):
+            let closeError = transfer.close()
+            if let failure = entry.failure ?? error.map({ Self.transportError($0, url: transfer.request.url) })
+                ?? closeError
+            {
+                entry.continuation.resume(throwing: failure)
+            } else {
+                entry.continuation.resume(with: transfer.result().map(TransferOutcome.file))
+            }
+        }
+    }
+
+    static func headers(_ response: HTTPURLResponse) -> HTTPHeaders {
+        var headers = HTTPHeaders()
+        for (name, value) in response.allHeaderFields {
+            headers.add(name: String(describing: name), value: String(describing: value))
+        }
+        return headers
+    }
+
+    static func transportError(_ error: any Error, url: URL?) -> TransportError {
+        guard let urlError = error as? URLError else {
+            return TransportError(.other, url: url, detail: String(describing: error))
+        }
+        let detail = urlError.localizedDescription
+        switch urlError.code {
+        case .cancelled: return TransportError(.cancelled, url: url)
+        case .timedOut: return TransportError(.timedOut, url: url, detail: detail)
+        case .cannotConnectToHost, .cannotFindHost, .dnsLookupFailed, .notConnectedToInternet:
+            return TransportError(.connectionFailed, url: url, detail: detail)
+        case .httpTooManyRedirects: return TransportError(.tooManyRedirects(0), url: url, detail: detail)
+        case .unsupportedURL: return TransportError(.invalidURL, url: url, detail: detail)
+        default: return TransportError(.other, url: url, detail: detail)
+        }
+    }
+}
+
+extension FileTransfer {
+    /// Decides from the status where the body goes, and opens the file; nothing is touched for
+    /// a status that carries no file.
+    mutating func open(_ response: HTTPURLResponse) throws {
+        self.response = response
+        let url = response.url ?? request.url
+        let length = response.expectedContentLength >= 0 ? response.expectedContentLength : nil
+        switch response.statusCode {
+        case 206 where request.resumeFrom > 0:
+            let range = response.value(forHTTPHeaderField: "Content-Range").flatMap(ContentRange.init)
+            guard let range, range.start == request.resumeFrom else {
+                throw TransportError(.other, url: url, detail: "the server sent a range that does not start at "
+                    + "byte \(request.resumeFrom)")
+            }
+            base = request.resumeFrom
+        case 200:
+            restarted = request.resumeFrom > 0
+            base = 0
+        default:
+            throw TransportError(.httpStatus(response.statusCode), url: url)
+        }
+        expected = length
+        let path = request.destination.path
+        if !FileManager.default.fileExists(atPath: path) {
+            guard FileManager.default.createFile(atPath: path, contents: nil) else {
+                throw TransportError(.fileError, url: request.destination, detail: "cannot create the file")
+            }
+        }
+        let handle = try FileHandle(forWritingTo: request.destination)
+        try handle.truncate(atOffset: UInt64(base))
+        try handle.seek(toOffset: UInt64(base))
+        self.handle = handle
+    }
+
+    mutating func write(_ data: Data) throws {
+        guard let handle else { return }
+        try handle.write(contentsOf: data)
+        written += Int64(data.count)
+        let now = ContinuousClock.now
+        if lastProgress.map({ now - $0 >= .milliseconds(100) }) ?? true {
+            lastProgress = now
+            progress(DownloadProgress(received: base + written, expected: expected.map { base + $0 }))
+        }
+    }
+
+    /// Flushes and closes the file; answers the error if that failed.
+    mutating func close() -> TransportError? {
+        defer { handle = nil }
+        do {
+            try handle?.synchronize()
+            try handle?.close()
+            return nil
+        } catch {
+            return TransportError(.fileError, url: request.destination, detail: "\(error)")
+        }
+    }
+
+    func result() -> Result<DownloadResult, any Error> {
+        guard let response else { return .failure(TransportError(.other, url: request.url, detail: "no response")) }
+        let url = response.url ?? request.url
+        if let expected, written != expected {
+            return .failure(TransportError(.truncated(expected: base + expected, received: base + written), url: url))
+        }
+        progress(DownloadProgress(received: base + written, expected: expected.map { base + $0 }))
+        let headers = SessionDelegate.headers(response)
+        return .success(
+            DownloadResult(status: response.statusCode, headers: headers, url: url, bytesWritten: written,
+                           fileSize: base + written, validator: Validator(headers: headers), restarted: restarted))
+    }
+}
+
+/// `Content-Range: bytes START-END/TOTAL`.
+struct ContentRange {
+    var start: Int64
+    var end: Int64
+    var total: Int64?
+
+    init?(_ header: String) {
+        let trimmed = header.trimmingCharacters(in: .whitespaces)
+        guard trimmed.lowercased().hasPrefix("bytes ") else { return nil }
+        let parts = trimmed.dropFirst(6).split(separator: "/", maxSplits: 1)
+        let bounds = parts.first?.split(separator: "-", maxSplits: 1) ?? []
+        guard bounds.count == 2, let start = Int64(bounds[0]), let end = Int64(bounds[1]), start <= end else {
+            return nil
+        }
+        self.start = start
+        self.end = end
+        total = parts.count == 2 ? Int64(parts[1]) : nil
+    }
+}

@@ -1,0 +1,46 @@
+import Foundation
+
+/// What a run reports as it goes, for the progress display and for tests.
+public enum PipelineEvent: Sendable {
+    /// A download began.
+    case itemStarted(ItemRef, asset: AssetKind, url: URL)
+    /// Bytes arrived; sent at a bounded rate per item.
+    case progress(ItemRef, asset: AssetKind, DownloadProgress)
+    /// The file is in the sink.
+    case stored(ItemRef, asset: AssetKind, location: String, bytes: Int64)
+    /// The item will not be stored in this run, and why.
+    case failed(ItemRef, url: URL?, reason: String)
+    /// Nothing to do for the item, and nothing wrong.
+    case skipped(ItemRef, reason: String)
+    /// Something worth telling the user that is not about one item (throttling, paging).
+    case notice(String)
+    /// The run is over.
+    case finished(RunSummary)
+}
+
+/// The outcome of a run: counts, bytes, time, and why it stopped early if it did.
+public struct RunSummary: Sendable, Hashable, Codable {
+    public var stored = 0
+    public var failed = 0
+    public var skipped = 0
+    /// Bytes of the files stored.
+    public var bytes: Int64 = 0
+    public var wallSeconds: Double = 0
+    /// Set when the source failed as a whole; items found before still ran.
+    public var sourceError: String?
+    /// Set when the sink could not complete the collection.
+    public var sinkError: String?
+    /// Set when the run was interrupted.
+    public var interrupted = false
+
+    public init() {}
+
+    /// The process exit code the README documents: 0 all stored, 1 some items failed,
+    /// 3 the source failed, 130 interrupted. (2, usage or config error, never gets this far.)
+    public var exitCode: Int32 {
+        if interrupted { return 130 }
+        if sourceError != nil { return 3 }
+        if failed > 0 || sinkError != nil { return 1 }
+        return 0
+    }
+}
