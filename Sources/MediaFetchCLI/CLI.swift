@@ -1,1 +1,102 @@
+import Foundation
 import MediaFetchCore
+
+/// The `mediafetch` command line.
+public enum CLI {
+    public static let version = "0.1.0"
+
+    /// Exit codes, as the README documents them.
+    public enum ExitCode {
+        public static let success: Int32 = 0
+        public static let someFailed: Int32 = 1
+        public static let usage: Int32 = 2
+        public static let sourceFailed: Int32 = 3
+        public static let interrupted: Int32 = 130
+    }
+
+    static let commands: [(name: String, summary: String)] = [
+        ("run", "run CONFIG [--set KEY=VALUE]... [--quiet] [--json]: run a pipeline"),
+        ("search", "search TERM [--media M] [--entity E] [--country CC] [--limit N] [--endpoint URL] [--json]: "
+            + "search the iTunes catalog and print what it finds"),
+        ("check", "check CONFIG [--set KEY=VALUE]...: validate a config and print the resolved pipeline"),
+        ("plugins", "plugins [--markdown]: list every plugin with its options and defaults"),
+        ("demo", "demo [--config PATH] [--quiet]: run config/demo.yaml against the bundled mock catalog, offline"),
+        ("mock-server", "mock-server [--port N]: serve the mock iTunes catalog on loopback until interrupted"),
+    ]
+
+    /// Runs the command line and answers the process exit code.
+    public static func main(_ arguments: [String]) async -> Int32 {
+        var words = arguments
+        guard let command = words.first else {
+            print(usage)
+            return ExitCode.usage
+        }
+        words.removeFirst()
+        do {
+            switch command {
+            case "--help", "-h", "help":
+                print(usage)
+                return ExitCode.success
+            case "--version", "-V":
+                print("mediafetch \(version)")
+                return ExitCode.success
+            case _ where words.contains("--help") || words.contains("-h"):
+                print(help(for: command) ?? usage)
+                return help(for: command) == nil ? ExitCode.usage : ExitCode.success
+            case "run": return try await RunCommand.run(words)
+            case "search": return try await SearchCommand.run(words)
+            case "check": return try CheckCommand.run(words)
+            case "plugins": return try PluginsCommand.run(words)
+            case "demo": return try await DemoCommand.run(words)
+            case "mock-server": return try await MockServerCommand.run(words)
+            default:
+                var message = "unknown command \"\(command)\""
+                if let near = nearest(command, in: commands.map(\.name)) { message += " (did you mean \"\(near)\"?)" }
+                throw UsageError(message + "; run `mediafetch --help` for the list")
+            }
+        } catch let error as UsageError {
+            printError("mediafetch: \(error)")
+            return ExitCode.usage
+        } catch let error as ConfigError {
+            printError("mediafetch: \(error)")
+            return ExitCode.usage
+        } catch {
+            printError("mediafetch: \(error)")
+            return ExitCode.sourceFailed
+        }
+    }
+
+    static var usage: String {
+        var text = """
+            mediafetch \(version): search a media catalog (Apple's iTunes Search API), download what it finds, store it.
+
+            Usage: mediafetch COMMAND [OPTIONS]
+
+            Commands:
+
+            """
+        for command in commands { text += "  \(command.summary)\n" }
+        text += """
+
+            Run `mediafetch COMMAND --help` for one command. Exit codes: 0 all stored, 1 some items failed,
+            2 usage or config error, 3 the source failed, 130 interrupted.
+            """
+        return text
+    }
+
+    static func help(for command: String) -> String? {
+        switch command {
+        case "run": RunCommand.help
+        case "search": SearchCommand.help
+        case "check": CheckCommand.help
+        case "plugins": PluginsCommand.help
+        case "demo": DemoCommand.help
+        case "mock-server": MockServerCommand.help
+        default: nil
+        }
+    }
+}
+
+func printError(_ text: String) {
+    FileHandle.standardError.write(Data((text + "\n").utf8))
+}

@@ -1,1 +1,4 @@
+import Foundation
 import MediaFetchCLI
+
+exit(await CLI.main(Array(CommandLine.arguments.dropFirst())))

@@ -1,0 +1,17 @@
+import DirectorySink
+import FoundationTransport
+import ITunesSource
+import MediaFetchCore
+import URLListSource
+
+/// Every plugin this build ships, with the defaults a config falls back on.
+public enum BundledPlugins {
+    public static var registry: PluginRegistry {
+        var registry = PluginRegistry()
+        registry.register(source: ITunesSource.descriptor)
+        registry.register(source: URLListSource.descriptor)
+        registry.register(transport: FoundationTransport.descriptor, isDefault: true)
+        registry.register(sink: DirectorySink.descriptor, isDefault: true)
+        return registry
+    }
+}

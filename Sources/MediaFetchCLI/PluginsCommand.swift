@@ -1,0 +1,57 @@
+import MediaFetchCore
+
+/// `mediafetch plugins`: what a config can `use:`.
+enum PluginsCommand {
+    static let help = """
+        Usage: mediafetch plugins [--markdown]
+
+        Lists every plugin by kind (source, transport, sink) with its options, types and defaults.
+          --markdown   print the README's config reference instead
+        """
+
+    static func run(_ words: [String]) throws -> Int32 {
+        let arguments = try Arguments(words, valued: [], bare: ["--markdown"])
+        guard arguments.positional.isEmpty else { throw UsageError("plugins takes no arguments") }
+        let registry = BundledPlugins.registry
+        print(arguments.has("--markdown") ? PluginDocs.markdown(registry) : PluginDocs.text(registry), terminator: "")
+        return CLI.ExitCode.success
+    }
+}
+
+/// The plugin reference, as text for the terminal and as Markdown for the README (a test keeps
+/// the README's copy equal to this).
+public enum PluginDocs {
+    public static func text(_ registry: PluginRegistry) -> String {
+        var text = ""
+        for kind in PluginKind.allCases {
+            for plugin in registry.plugins(kind) {
+                let isDefault = registry.defaults[kind] == plugin.name ? " (default)" : ""
+                text += "\(kind) \(plugin.name)\(isDefault): \(plugin.summary)\n"
+                for option in plugin.options {
+                    text += "    \(option.key): \(option.type), default \(option.defaultDescription)\n"
+                    text += "        \(option.doc)\n"
+                }
+                text += "\n"
+            }
+        }
+        return text
+    }
+
+    public static func markdown(_ registry: PluginRegistry) -> String {
+        var text = ""
+        for kind in PluginKind.allCases {
+            for plugin in registry.plugins(kind) {
+                let isDefault = registry.defaults[kind] == plugin.name ? " (the default \(kind))" : ""
+                text += "### \(kind) `\(plugin.name)`\(isDefault)\n\n\(plugin.summary).\n\n"
+                text += "| key | type | default | what it does |\n| --- | --- | --- | --- |\n"
+                text += "| `use` | `\(plugin.name)` | | picks this \(kind) |\n"
+                for option in plugin.options {
+                    let doc = option.doc.replacingOccurrences(of: "|", with: "\\|")
+                    text += "| `\(option.key)` | \(option.type) | \(option.defaultDescription) | \(doc) |\n"
+                }
+                text += "\n"
+            }
+        }
+        return text
+    }
+}
