@@ -31,17 +31,24 @@ let package = Package(
             pkgConfig: "yaml-0.1",
             providers: [.apt(["libyaml-dev"])]
         ),
+        .systemLibrary(
+            name: "CCurl",
+            path: "Sources/CCurl",
+            pkgConfig: "libcurl",
+            providers: [.apt(["libcurl4-openssl-dev"])]
+        ),
         .target(name: "MediaFetchCore", dependencies: ["CYAML"], swiftSettings: strict),
         plugin("ITunesSource"),
         plugin("URLListSource"),
         plugin("FoundationTransport"),
+        plugin("CurlTransport", dependencies: ["CCurl"]),
         plugin("DirectorySink"),
         .target(name: "MediaFetchTesting", dependencies: ["MediaFetchCore"], swiftSettings: strict),
         .target(
             name: "MediaFetchCLI",
             dependencies: [
                 "MediaFetchCore", "MediaFetchTesting",
-                "ITunesSource", "URLListSource", "FoundationTransport", "DirectorySink",
+                "ITunesSource", "URLListSource", "FoundationTransport", "CurlTransport", "DirectorySink",
             ],
             swiftSettings: strict
         ),
@@ -65,6 +72,11 @@ let package = Package(
         .testTarget(
             name: "FoundationTransportTests",
             dependencies: ["FoundationTransport", "MediaFetchCore", "MediaFetchTesting"],
+            swiftSettings: strict
+        ),
+        .testTarget(
+            name: "CurlTransportTests",
+            dependencies: ["CurlTransport", "FoundationTransport", "MediaFetchCore", "MediaFetchTesting"],
             swiftSettings: strict
         ),
         .testTarget(

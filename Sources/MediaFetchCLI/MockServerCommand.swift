@@ -25,5 +25,4 @@ enum MockServerCommand {
         server.stop()
         return CLI.ExitCode.success
     }
-
 }

@@ -11,11 +11,12 @@ final class SignalWatcher: Sendable {
     }
 
     private let state = Mutex(State())
-    private let sources: [any DispatchSourceSignal]
+    // Only kept so that deinit can cancel them; Mutex makes holding them Sendable.
+    private let sources: Mutex<[any DispatchSourceSignal]>
 
     init(signals: [Int32] = [SIGINT, SIGTERM]) {
         let state = self.state
-        sources = signals.map { number in
+        sources = Mutex(signals.map { number in
             signal(number, SIG_IGN)
             let source = DispatchSource.makeSignalSource(signal: number, queue: .global())
             source.setEventHandler {
@@ -32,11 +33,11 @@ final class SignalWatcher: Sendable {
             }
             source.resume()
             return source
-        }
+        })
     }
 
     deinit {
-        for source in sources { source.cancel() }
+        sources.withLock { for source in $0 { source.cancel() } }
     }
 
     /// Returns when the first signal arrives, or when the calling task is cancelled.

@@ -1,0 +1,186 @@
+import Foundation
+import MediaFetchCore
+import Synchronization
+import Testing
+
+/// The runner with in-memory plugins: bounds, ordering, failures, cancellation.
+struct PipelineTests {
+    struct ListSource: Source {
+        var outputs: [SourceOutput]
+        var failAfter: Int?
+
+        func run(_ context: SourceContext, emit: @Sendable (SourceOutput) async throws -> Void) async throws {
+            for (index, output) in outputs.enumerated() {
+                if index == failAfter { throw SourceError("the catalog went away") }
+                try await emit(output)
+            }
+        }
+    }
+
+    /// Writes `size(id)` bytes of the id's digit; can hold transfers until cancelled, fail some, or lie.
+    final class FakeTransport: Transport {
+        let maxConcurrentTransfers: Int
+        let failing: Set<String>
+        let holdUntilCancelled: Bool
+        let misreportSize: Bool
+        let running = Mutex((now: 0, peak: 0))
+        let started: AsyncStream<Void>.Continuation
+        let startedStream: AsyncStream<Void>
+
+        init(concurrency: Int, failing: Set<String> = [], hold: Bool = false, misreportSize: Bool = false) {
+            maxConcurrentTransfers = concurrency
+            self.failing = failing
+            holdUntilCancelled = hold
+            self.misreportSize = misreportSize
+            (startedStream, started) = AsyncStream.makeStream()
+        }
+
+        func send(_ request: HTTPRequest) async throws -> HTTPResponse {
+            throw TransportError(.other, url: request.url)
+        }
+
+        func download(_ request: DownloadRequest, progress: @escaping @Sendable (DownloadProgress) -> Void)
+            async throws -> DownloadResult
+        {
+            running.withLock {
+                $0.now += 1
+                $0.peak = max($0.peak, $0.now)
+            }
+            defer { running.withLock { $0.now -= 1 } }
+            started.yield()
+            let id = request.url.lastPathComponent
+            if holdUntilCancelled {
+                while !Task.isCancelled { await Task.yield() }
+                throw CancellationError()
+            }
+            // Later items finish first, so completion order differs from source order.
+            for _ in 0..<(100 - (Int(id) ?? 0) % 100) { await Task.yield() }
+            if failing.contains(id) { throw TransportError(.httpStatus(404), url: request.url) }
+            let bytes = Data(repeating: UInt8(ascii: "0") + UInt8((Int(id) ?? 0) % 10), count: 1000 + (Int(id) ?? 0))
+            try bytes.write(to: request.destination)
+            progress(DownloadProgress(received: Int64(bytes.count), expected: Int64(bytes.count)))
+            let size = Int64(bytes.count) + (misreportSize ? 1 : 0)
+            return DownloadResult(status: 200, headers: [:], url: request.url, bytesWritten: size, fileSize: size,
+                                  validator: nil, restarted: false)
+        }
+    }
+
+    final class MemorySink: Sink {
+        let planned = Mutex<[String]>([])
+        let stored = Mutex<[String: Data]>([:])
+
+        func plan(_ item: MediaItem, asset: AssetKind) async throws -> StoragePlan {
+            planned.withLock { $0.append(item.id) }
+            return StoragePlan(item: item.ref, asset: asset, relativePath: "\(item.id).bin")
+        }
+
+        func store(_ file: URL, as plan: StoragePlan) async throws -> String {
+            let data = try Data(contentsOf: file)
+            try FileManager.default.removeItem(at: file)
+            stored.withLock { $0[plan.relativePath] = data }
+            return plan.relativePath
+        }
+    }
+
+    static func items(_ count: Int) -> [SourceOutput] {
+        (1...count).map { index in
+            .item(MediaItem(id: String(index), title: "Song \(index)", previewURL: URL(string: "http://127.0.0.1/\(index)")))
+        }
+    }
+
+    static func staging() -> URL {
+        FileManager.default.temporaryDirectory.appendingPathComponent("mediafetch-pipeline-\(UUID().uuidString)")
+    }
+
+    static func run(_ source: any Source, _ transport: FakeTransport, _ sink: MemorySink, staging: URL = staging())
+        async -> RunSummary
+    {
+        await Pipeline(source: source, transport: transport, sink: sink,
+                       options: .init(concurrency: transport.maxConcurrentTransfers, stagingDirectory: staging)).run()
+    }
+
+    @Test(arguments: [1, 3, 16])
+    func concurrencyIsBoundedAndNamesFollowSourceOrder(concurrency: Int) async throws {
+        let transport = FakeTransport(concurrency: concurrency)
+        let sink = MemorySink()
+        let summary = await Self.run(ListSource(outputs: Self.items(40)), transport, sink)
+        #expect(summary.stored == 40)
+        #expect(summary.exitCode == 0)
+        #expect(transport.running.withLock { $0.peak } <= concurrency)
+        #expect(sink.planned.withLock { $0 } == (1...40).map(String.init))
+        let stored = sink.stored.withLock { $0 }
+        #expect(stored["7.bin"] == Data(repeating: UInt8(ascii: "7"), count: 1007))
+        #expect(summary.bytes == Int64((1...40).reduce(0) { $0 + 1000 + $1 }))
+    }
+
+    @Test func aFailedDownloadIsReportedAndTheRestAreStored() async throws {
+        let staging = Self.staging()
+        let transport = FakeTransport(concurrency: 4, failing: ["3", "5"])
+        let sink = MemorySink()
+        let failures = Mutex<[String]>([])
+        let summary = await Pipeline(
+            source: ListSource(outputs: Self.items(10)), transport: transport, sink: sink,
+            options: .init(concurrency: 4, stagingDirectory: staging),
+            events: { event in
+                if case .failed(let ref, let url, let reason) = event {
+                    failures.withLock { $0.append("\(ref.id) \(url?.absoluteString ?? "") \(reason)") }
+                }
+            }
+        ).run()
+        #expect(summary.stored == 8)
+        #expect(summary.failed == 2)
+        #expect(summary.exitCode == 1)
+        #expect(failures.withLock { $0.sorted() }.first?.contains("http://127.0.0.1/3: HTTP 404") == true)
+        #expect(try FileManager.default.contentsOfDirectory(atPath: staging.path).isEmpty)
+    }
+
+    @Test func aSizeTheFileDoesNotHaveIsNeverStored() async throws {
+        let sink = MemorySink()
+        let summary = await Self.run(ListSource(outputs: Self.items(3)), FakeTransport(concurrency: 2, misreportSize: true), sink)
+        #expect(summary.stored == 0)
+        #expect(summary.failed == 3)
+        #expect(sink.stored.withLock { $0.isEmpty })
+    }
+
+    @Test func aSourceFailureKeepsWhatWasFoundAndExitsThree() async throws {
+        let sink = MemorySink()
+        let summary = await Self.run(ListSource(outputs: Self.items(6), failAfter: 4), FakeTransport(concurrency: 2), sink)
+        #expect(summary.stored == 4)
+        #expect(summary.sourceError == "the catalog went away")
+        #expect(summary.exitCode == 3)
+    }
+
+    @Test func skippedAndFailedEntriesFromTheSourceAreCounted() async throws {
+        let outputs: [SourceOutput] = Self.items(2) + [
+            .skipped(ItemRef(id: "p", title: "Podcast"), reason: "no preview URL"),
+            .failed(ItemRef(id: "x", title: "line 3"), url: nil, reason: "not a URL"),
+            .item(MediaItem(id: "np", title: "No preview")),
+        ]
+        let summary = await Self.run(ListSource(outputs: outputs), FakeTransport(concurrency: 2), MemorySink())
+        #expect(summary.stored == 2)
+        #expect(summary.skipped == 2)
+        #expect(summary.failed == 1)
+        #expect(summary.exitCode == 1)
+    }
+
+    @Test func cancellationStopsTransfersAndStoresNothingHalfDone() async throws {
+        let staging = Self.staging()
+        let transport = FakeTransport(concurrency: 4, hold: true)
+        let sink = MemorySink()
+        let run = Task { await Self.run(ListSource(outputs: Self.items(20)), transport, sink, staging: staging) }
+        // Wait until the bound is reached: every slot holds a transfer that only cancellation ends.
+        var started = 0
+        for await _ in transport.startedStream {
+            started += 1
+            if started == 4 { break }
+        }
+        run.cancel()
+        let summary = await run.value
+        #expect(summary.interrupted)
+        #expect(summary.exitCode == 130)
+        #expect(summary.stored == 0)
+        #expect(summary.failed == 0)
+        #expect(sink.stored.withLock { $0.isEmpty })
+        #expect(try FileManager.default.contentsOfDirectory(atPath: staging.path).isEmpty)
+    }
+}
