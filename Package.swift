@@ -70,8 +70,8 @@ let package = Package(
             swiftSettings: strict
         ),
         .testTarget(
-            name: "FoundationTransportTests",
-            dependencies: ["FoundationTransport", "MediaFetchCore", "MediaFetchTesting"],
+            name: "TransportContractTests",
+            dependencies: ["FoundationTransport", "CurlTransport", "MediaFetchCore", "MediaFetchTesting"],
             swiftSettings: strict
         ),
         .testTarget(
