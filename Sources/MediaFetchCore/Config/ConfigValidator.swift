@@ -35,7 +35,9 @@ struct ConfigValidator {
         let transport = try selection(.transport, section: sections["transport"], root: root)
         let sink = try selection(.sink, section: sections["sink"], root: root)
         let state: String
-        if let pair = sections["state"], case .path(let value) = try converter.convert(pair.value, as: .path, key: "state") {
+        if let pair = sections["state"],
+            case .path(let value) = try converter.convert(pair.value, as: .path, key: "state")
+        {
             state = value
         } else {
             state = converter.configDirectory.appendingPathComponent(".mediafetch").standardizedFileURL.path

@@ -85,7 +85,8 @@ struct OptionConverter: Sendable {
         if let range, !range.contains(value) {
             let name = key.split(separator: ".").last.map(String.init) ?? key
             throw ConfigError(
-                "\(name) \(value) is out of range \(range.lowerBound)..\(range.upperBound)", at: node.location, key: key)
+                "\(name) \(value) is out of range \(range.lowerBound)..\(range.upperBound)",
+                at: node.location, key: key)
         }
         return value
     }

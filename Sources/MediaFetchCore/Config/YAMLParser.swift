@@ -207,7 +207,8 @@ private struct TreeBuilder {
     }
 
     private func anchorError(at location: SourceLocation) -> ConfigError {
-        ConfigError("anchors (&name) and aliases (*name) are not supported in a config; write the value out", at: location)
+        ConfigError(
+            "anchors (&name) and aliases (*name) are not supported in a config; write the value out", at: location)
     }
 
     private static func string(_ pointer: UnsafeMutablePointer<yaml_char_t>?, length: Int) -> String {
