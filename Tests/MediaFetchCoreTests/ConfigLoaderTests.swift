@@ -186,6 +186,8 @@ struct ConfigLoaderTests {
             source:
               use: itunes
               term: jack johnson
+            sink:
+              layout: artist
             """,
             overrides: ["source.limit=20"])
         let text = spec.describe()
@@ -196,7 +198,9 @@ struct ConfigLoaderTests {
         #expect(text.contains("    media: music  (default)"))
         #expect(text.contains("transport: foundation  (default plugin)"))
         #expect(text.contains("    timeout: 30s  (default)"))
+        // A section without `use:` still gets the default plugin.
         #expect(text.contains("sink: directory  (default plugin)"))
+        #expect(text.contains("    layout: artist  (test.yaml:5:3)"))
         #expect(text.contains("state: /configs/demo/.mediafetch"))
     }
 

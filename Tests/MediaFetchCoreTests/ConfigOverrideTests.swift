@@ -105,4 +105,19 @@ struct ConfigOverrideTests {
         #expect(invalid.location?.file == "--set source.countries")
         #expect(invalid.message.hasPrefix("invalid YAML: "))
     }
+
+    @Test(arguments: [
+        ("source.limit=[", "--set source.limit", "invalid YAML: "),
+        ("a=b=c", "--set a", #"unknown top-level key "a""#),
+        ("source.term=\u{0}", "--set source.term", "invalid YAML: control characters are not allowed"),
+        ("state.x=1", "--set state.x", "expected path, got a mapping"),
+        ("source.countries.x=1", "--set source.countries.x", "cannot set source.countries.x"),
+        ("source.use=*alias", "--set source.use", "anchors (&name) and aliases (*name) are not supported"),
+        ("transport.headers={A: 1, A: 2}", "--set transport.headers", #"duplicate key "A""#),
+    ])
+    func oddOverridesFailAtTheArgument(argument: String, file: String, messageStart: String) throws {
+        let error = try #require(F.error("source:\n  term: x\n  countries: [US]\n", overrides: [argument]))
+        #expect(error.location?.file == file)
+        #expect(error.message.hasPrefix(messageStart))
+    }
 }

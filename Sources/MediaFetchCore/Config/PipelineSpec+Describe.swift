@@ -17,7 +17,9 @@ extension PipelineSpec {
         var lines = ["config: \(configPath)"]
         for kind in PluginKind.allCases {
             let selection = selection(kind)
-            let origin = selection.location.map(originText) ?? "default plugin"
+            // Without `use:` the selection points at the section (or nowhere), and the plugin is the default.
+            let named = selection.location.flatMap { $0 == selection.options.sectionLocation ? nil : $0 }
+            let origin = named.map(originText) ?? "default plugin"
             lines.append("\(kind): \(selection.name)  (\(origin))")
             // Sorted so that the output is stable; the registry's order is not part of the spec.
             for key in selection.options.values.keys.sorted() {
