@@ -2,7 +2,7 @@ import Foundation
 import MediaFetchCore
 
 extension ITunesSource {
-    static let mediaTypes = [
+    public static let mediaTypes = [
         "music", "movie", "podcast", "musicVideo", "audiobook", "shortFilm", "tvShow", "software", "ebook", "all",
     ]
     static let lookupKeys = ["id", "amgArtistId", "amgAlbumId", "upc", "isbn"]

@@ -51,7 +51,7 @@ public enum CLI {
             case "mock-server": return try await MockServerCommand.run(words)
             default:
                 var message = "unknown command \"\(command)\""
-                if let near = nearest(command, in: commands.map(\.name)) { message += " (did you mean \"\(near)\"?)" }
+                if let near = ConfigLoader.nearest(command, in: commands.map(\.name)) { message += " (did you mean \"\(near)\"?)" }
                 throw UsageError(message + "; run `mediafetch --help` for the list")
             }
         } catch let error as UsageError {

@@ -30,7 +30,7 @@ enum SearchCommand {
         }
         let media = arguments.value("--media") ?? "music"
         guard ITunesSource.mediaTypes.contains(media) else {
-            let hint = nearest(media, in: ITunesSource.mediaTypes).map { " (did you mean \($0)?)" } ?? ""
+            let hint = ConfigLoader.nearest(media, in: ITunesSource.mediaTypes).map { " (did you mean \($0)?)" } ?? ""
             throw UsageError("--media \(media) is not one of \(ITunesSource.mediaTypes.joined(separator: ", "))\(hint)")
         }
         let country = arguments.value("--country") ?? "US"
