@@ -71,11 +71,16 @@ final class SessionDelegate: NSObject, URLSessionDataDelegate, Sendable {
         entries.withLock { $0[task.taskIdentifier] = Entry(state: state, continuation: continuation) }
     }
 
-    /// Records why a task must stop, and stops it.
-    private func fail(_ task: URLSessionTask, _ error: TransportError) {
+    /// Records why a task must stop; the first reason wins.
+    private func record(_ task: URLSessionTask, _ error: TransportError) {
         entries.withLock { entries in
             if entries[task.taskIdentifier]?.failure == nil { entries[task.taskIdentifier]?.failure = error }
         }
+    }
+
+    /// Records why a task must stop, and stops it.
+    private func fail(_ task: URLSessionTask, _ error: TransportError) {
+        record(task, error)
         task.cancel()
     }
 
@@ -90,11 +95,19 @@ final class SessionDelegate: NSObject, URLSessionDataDelegate, Sendable {
             entries[task.taskIdentifier]?.redirects += 1
             return entries[task.taskIdentifier]?.redirects ?? 0
         }
-        if let target = request.url, let error = TransportError.checkScheme(target) {
-            fail(task, TransportError(error.code, url: target, detail: "redirected from \(response.url?.absoluteString ?? "?")"))
+        // Refusing a redirect hands the 3xx on as the final response, where didReceive(response:) stops
+        // the task; cancelling here instead makes FoundationNetworking trap on the pending completion.
+        // FoundationNetworking turns `Location: file:///x` into a URL on the same http host, so the
+        // header itself is checked: a redirect to another scheme is refused, not reinterpreted.
+        let location = response.value(forHTTPHeaderField: "Location")
+            .flatMap { URL(string: $0, relativeTo: response.url)?.absoluteURL }
+        let target = location ?? request.url
+        if let target, let error = TransportError.checkScheme(target) {
+            let from = response.url?.absoluteString ?? "?"
+            record(task, TransportError(error.code, url: target, detail: "redirected from \(from)"))
             completionHandler(nil)
         } else if redirects > maxRedirects {
-            fail(task, TransportError(.tooManyRedirects(maxRedirects), url: task.originalRequest?.url))
+            record(task, TransportError(.tooManyRedirects(maxRedirects), url: task.originalRequest?.url))
             completionHandler(nil)
         } else {
             completionHandler(request)
@@ -113,7 +126,8 @@ final class SessionDelegate: NSObject, URLSessionDataDelegate, Sendable {
             return
         }
         let problem: TransportError? = entries.withLock { entries in
-            guard var entry = entries[dataTask.taskIdentifier], entry.failure == nil else { return nil }
+            guard var entry = entries[dataTask.taskIdentifier] else { return nil }
+            if let failure = entry.failure { return failure }
             defer { entries[dataTask.taskIdentifier] = entry }
             switch entry.state {
             case .buffered(var transfer):

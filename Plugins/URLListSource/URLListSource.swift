@@ -28,7 +28,7 @@ public struct URLListSource: Source {
         }
 
         var firstLine: [String: Int] = [:]
-        for (index, rawLine) in text.split(separator: "\n", omittingEmptySubsequences: false).enumerated() {
+        for (index, rawLine) in text.split(omittingEmptySubsequences: false, whereSeparator: \.isNewline).enumerated() {
             try Task.checkCancellation()
             let number = index + 1
             let line = rawLine.trimmingCharacters(in: .whitespacesAndNewlines)
@@ -53,7 +53,7 @@ public struct URLListSource: Source {
 
     /// The item for one URL: its id is the URL, its title the last path component without extension.
     static func item(for url: URL) -> MediaItem {
-        let last = url.lastPathComponent
+        let last = url.lastPathComponent.removingPercentEncoding ?? url.lastPathComponent
         let name = (last.isEmpty || last == "/") ? (url.host ?? url.absoluteString) : last
         let ext = (name as NSString).pathExtension
         let title = ext.isEmpty ? name : String(name.dropLast(ext.count + 1))

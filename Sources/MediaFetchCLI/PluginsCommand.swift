@@ -42,7 +42,8 @@ public enum PluginDocs {
         for kind in PluginKind.allCases {
             for plugin in registry.plugins(kind) {
                 let isDefault = registry.defaults[kind] == plugin.name ? " (the default \(kind))" : ""
-                text += "### \(kind) `\(plugin.name)`\(isDefault)\n\n\(plugin.summary).\n\n"
+                let stop = plugin.summary.hasSuffix(".") ? "" : "."
+                text += "### \(kind) `\(plugin.name)`\(isDefault)\n\n\(plugin.summary)\(stop)\n\n"
                 text += "| key | type | default | what it does |\n| --- | --- | --- | --- |\n"
                 text += "| `use` | `\(plugin.name)` | | picks this \(kind) |\n"
                 for option in plugin.options {

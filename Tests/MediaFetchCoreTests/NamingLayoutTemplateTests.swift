@@ -63,7 +63,8 @@ struct NamingLayoutTemplateTests {
         let layout = try LayoutTemplate(LayoutTemplate.defaultLayout)
         // No track number: no stray leading space either.
         #expect(layout.render(item, asset: .preview) == ["b.mp3"])
-        #expect(layout.render(item, asset: .artwork) == ["b.bin"])
+        // No artwork URL, so no extension: never a made-up one.
+        #expect(layout.render(item, asset: .artwork) == ["b"])
     }
 
     @Test func emptyTitleStillGivesAFileName() throws {
