@@ -11,9 +11,9 @@ struct ConfigOverride: Sendable {
     var columns: [Int]
     var value: YAMLNode
 
-    /// Parses `argument`; the value is read as YAML (a scalar, or a flow collection like `{A: b}` or `[a, b]`).
-    /// - Throws: ``ConfigError`` naming the argument when it has no `=`, an empty key, or a value that is not
-    ///   valid YAML.
+    /// Parses `argument`; the value is read as YAML (a scalar, or a flow collection like `{A: b}` or `[a, b]`),
+    /// and taken as the plain text it is when it is not valid YAML or when the option wants one word.
+    /// - Throws: ``ConfigError`` naming the argument when it has no `=` or an empty key.
     init(parsing argument: String) throws(ConfigError) {
         self.argument = argument
         guard let equals = argument.firstIndex(of: "=") else {
@@ -40,10 +40,17 @@ struct ConfigOverride: Sendable {
         let valueColumnOffset = keyText.count + 1
         let options = YAMLParser.Options(
             file: file, origin: .override, columnOffset: valueColumnOffset, flowOnly: true)
-        let parsed = try YAMLParser.parse(Array(argument[argument.index(after: equals)...].utf8), options: options)
-        // An empty value (`--set source.term=`) is YAML's empty document: the same as `term:` with nothing after it.
+        let text = String(argument[argument.index(after: equals)...])
         let location = SourceLocation(file: file, line: 1, column: valueColumnOffset + 1)
-        value = parsed ?? .null(at: location, origin: .override)
+        do {
+            // An empty value (`--set source.term=`) is YAML's empty document: the same as `term:` with nothing
+            // after it.
+            value = try YAMLParser.parse(Array(text.utf8), options: options) ?? .null(at: location, origin: .override)
+        } catch {
+            // Not YAML (`jack: johnson`, `{artist}/{title}.{ext}`): a person on a command line meant the words.
+            value = YAMLNode(.scalar(text: text, style: .plain, tag: nil), at: location, origin: .override)
+        }
+        value.overrideText = text
         try ConfigTreeChecks.checkDuplicateKeys(value, path: keyText)
     }
 

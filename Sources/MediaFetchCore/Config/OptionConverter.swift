@@ -63,7 +63,7 @@ struct OptionConverter: Sendable {
     }
 
     func text(_ node: YAMLNode, expected: String, key: String) throws(ConfigError) -> String {
-        guard let raw = node.scalarText, !node.isNull else {
+        guard let raw = node.wordText, !node.isNull else {
             throw ConfigError("expected \(expected), got \(node.summary)", at: node.location, key: key)
         }
         return try interpolator.interpolate(raw, at: node.location, key: key)

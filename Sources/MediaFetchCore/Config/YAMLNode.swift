@@ -36,6 +36,9 @@ struct YAMLNode: Sendable {
     var content: Content
     var location: SourceLocation
     var origin: Origin
+    /// The text a `--set` value was written as, so that an option expecting one word can take
+    /// `--set sink.layout={artist}/{title}.{ext}` as written rather than as YAML's flow mapping.
+    var overrideText: String?
 
     init(_ content: Content, at location: SourceLocation, origin: Origin) {
         self.content = content
@@ -50,6 +53,11 @@ struct YAMLNode: Sendable {
 
     var scalarText: String? {
         if case .scalar(let text, _, _) = content { text } else { nil }
+    }
+
+    /// The text of a value that should be one word: a scalar's, or what a `--set` value was written as.
+    var wordText: String? {
+        scalarText ?? overrideText
     }
 
     /// True for a value that was left out (`key:`). Only an empty *plain* scalar counts: `""` is an empty string,
