@@ -149,3 +149,34 @@ struct CLITests {
                 "regenerate it: swift run mediafetch plugins --markdown, between the markers in README.md")
     }
 }
+
+/// Ctrl-C stops a run gently: no half file stored, exit 130, a word on how to go on.
+struct InterruptTests {
+    @Test(arguments: [SIGINT, SIGTERM])
+    func aSignalStopsTheRunAndExits130(signal: Int32) throws {
+        let server = try MockCatalogServer()
+        // Every preview stalls after some bytes, so the run is surely mid-transfer when the signal comes.
+        server.setFaultHook { $0.path.hasSuffix(".m4a") ? .stall(afterBytes: 50_000, seconds: 60) : nil }
+        let scratch = try CommandRunner.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: scratch) }
+        let output = scratch.appendingPathComponent("out")
+        let child = try CommandRunner.start([
+            "run", "config/demo.yaml", "--quiet",
+            "--set", "source.endpoint=\(server.baseURL.absoluteString)",
+            "--set", "sink.path=\(output.path)", "--set", "state=\(scratch.path)/state",
+        ])
+        // Wait (bounded) for the condition, not for a time: a preview request has reached the server.
+        let deadline = ContinuousClock.now + .seconds(60)
+        while !server.requests.contains(where: { $0.path.hasSuffix(".m4a") }) && ContinuousClock.now < deadline {
+            usleep(10_000)
+        }
+        try #require(server.requests.contains { $0.path.hasSuffix(".m4a") }, "no download started")
+        kill(child.process.processIdentifier, signal)
+        let outcome = try child.wait()
+        #expect(outcome.status == 130, "\(outcome.stdout)\(outcome.stderr)")
+        #expect(outcome.stdout.contains("interrupted"))
+        #expect(try CommandRunner.tree(output).isEmpty)
+        let staging = scratch.appendingPathComponent("state/staging")
+        #expect((try? FileManager.default.contentsOfDirectory(atPath: staging.path))?.isEmpty ?? true)
+    }
+}

@@ -28,32 +28,50 @@ struct CommandRunner {
         }
     }
 
+    /// A child process whose output goes to files, not pipes: a chatty child can never fill a pipe and hang.
+    final class Child {
+        let process = Process()
+        let scratch: URL
+
+        init(_ arguments: [String], in directory: URL, environment: [String: String]) throws {
+            scratch = FileManager.default.temporaryDirectory.appendingPathComponent("cli-\(UUID().uuidString)")
+            try FileManager.default.createDirectory(at: scratch, withIntermediateDirectories: true)
+            _ = FileManager.default.createFile(atPath: scratch.appendingPathComponent("stdout").path, contents: nil)
+            _ = FileManager.default.createFile(atPath: scratch.appendingPathComponent("stderr").path, contents: nil)
+            process.executableURL = try CommandRunner.binary
+            process.arguments = arguments
+            process.currentDirectoryURL = directory
+            process.environment = ProcessInfo.processInfo.environment.merging(environment) { $1 }
+            process.standardOutput = try FileHandle(forWritingTo: scratch.appendingPathComponent("stdout"))
+            process.standardError = try FileHandle(forWritingTo: scratch.appendingPathComponent("stderr"))
+            process.standardInput = FileHandle.nullDevice
+            try process.run()
+        }
+
+        deinit {
+            if process.isRunning { process.terminate() }
+            try? FileManager.default.removeItem(at: scratch)
+        }
+
+        func wait() throws -> Outcome {
+            process.waitUntilExit()
+            return Outcome(
+                status: process.terminationStatus,
+                stdout: String(decoding: try Data(contentsOf: scratch.appendingPathComponent("stdout")), as: UTF8.self),
+                stderr: String(decoding: try Data(contentsOf: scratch.appendingPathComponent("stderr")), as: UTF8.self))
+        }
+    }
+
+    static func start(_ arguments: [String], in directory: URL = packageRoot, environment: [String: String] = [:])
+        throws -> Child
+    {
+        try Child(arguments, in: directory, environment: environment)
+    }
+
     static func run(_ arguments: [String], in directory: URL = packageRoot, environment: [String: String] = [:])
         throws -> Outcome
     {
-        let scratch = FileManager.default.temporaryDirectory.appendingPathComponent("cli-\(UUID().uuidString)")
-        try FileManager.default.createDirectory(at: scratch, withIntermediateDirectories: true)
-        defer { try? FileManager.default.removeItem(at: scratch) }
-        let out = scratch.appendingPathComponent("stdout")
-        let err = scratch.appendingPathComponent("stderr")
-        _ = FileManager.default.createFile(atPath: out.path, contents: nil)
-        _ = FileManager.default.createFile(atPath: err.path, contents: nil)
-
-        let process = Process()
-        process.executableURL = try binary
-        process.arguments = arguments
-        process.currentDirectoryURL = directory
-        process.environment = ProcessInfo.processInfo.environment.merging(environment) { $1 }
-        // Files, not pipes: a chatty child can never fill a pipe and hang.
-        process.standardOutput = try FileHandle(forWritingTo: out)
-        process.standardError = try FileHandle(forWritingTo: err)
-        process.standardInput = FileHandle.nullDevice
-        try process.run()
-        process.waitUntilExit()
-        return Outcome(
-            status: process.terminationStatus,
-            stdout: String(decoding: try Data(contentsOf: out), as: UTF8.self),
-            stderr: String(decoding: try Data(contentsOf: err), as: UTF8.self))
+        try start(arguments, in: directory, environment: environment).wait()
     }
 
     static func temporaryDirectory() throws -> URL {
