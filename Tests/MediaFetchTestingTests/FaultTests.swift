@@ -68,7 +68,9 @@ struct FaultTests {
         #expect(throttled.status == 403)
         #expect(throttled.body.isEmpty)
         server.setFaultHook { _ in
-            .respond(status: 429, headers: [("Retry-After", "2"), ("Content-Type", "text/plain")], body: Array("slow".utf8))
+            .respond(
+                status: 429, headers: [("Retry-After", "2"), ("Content-Type", "text/plain")], body: Array("slow".utf8)
+            )
         }
         let limited = try client.request("/search?term=love")
         #expect(limited.status == 429)
@@ -124,7 +126,8 @@ struct FaultTests {
 
     @Test("drip paces the body; delay holds the answer back")
     func dripAndDelay() throws {
-        server.setFaultHook { $0.path == "/search" ? .combined([.delay(seconds: 0.2), .drip(bytesPerSecond: 20_000)]) : nil }
+        let slow = MockFault.combined([.delay(seconds: 0.2), .drip(bytesPerSecond: 20_000)])
+        server.setFaultHook { $0.path == "/search" ? slow : nil }
         let client = try RawHTTPClient(port: server.port)
         let started = DispatchTime.now().uptimeNanoseconds
         let response = try client.request("/search?term=love&limit=20")
