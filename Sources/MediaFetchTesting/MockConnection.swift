@@ -33,6 +33,9 @@ final class MockConnection {
     private enum Outcome {
         case keepOpen
         case close
+        /// Close after reading what the client still sends: closing with unread input makes the kernel send
+        /// RST, which can destroy the error answer before the client reads it.
+        case closeAfterDraining
         case reset
     }
 
@@ -43,7 +46,22 @@ final class MockConnection {
             if case .keepOpen = outcome { continue }
             break
         }
+        if outcome == .closeAfterDraining { drainBeforeClose() }
         core.closeSocket(socket, reset: outcome == .reset)
+    }
+
+    /// Half-closes, then reads and drops input for a short while (the "lingering close" of nginx and Apache).
+    private func drainBeforeClose() {
+        shutdown(socket, Int32(SHUT_WR))
+        var buffer = [UInt8](repeating: 0, count: 16 << 10)
+        var total = 0
+        while total < 1 << 20 {
+            var descriptor = pollfd(fd: socket, events: Int16(POLLIN), revents: 0)
+            guard poll(&descriptor, 1, 500) > 0 else { return }
+            let count = buffer.withUnsafeMutableBytes { recv(socket, $0.baseAddress, $0.count, 0) }
+            guard count > 0 else { return }
+            total += count
+        }
     }
 
     // MARK: - Reading
@@ -64,6 +82,8 @@ final class MockConnection {
                 scanFrom = 0
             }
             if let (headEnd, consumed) = Self.findHeadEnd(inbox, from: scanFrom) {
+                // One read can bring a whole oversized head; the limit is on the head, not on what is buffered.
+                if headEnd > MockServerCore.headerLimit { return .tooLarge }
                 let head = ArraySlice(inbox[0..<headEnd])
                 inbox.removeFirst(consumed)
                 return .head(head)
@@ -254,8 +274,9 @@ final class MockConnection {
     private func sendSimple(status: Int, text: String, keepAlive: Bool) -> Outcome {
         let content = MockContent(bytes: Array((text + "\n").utf8))
         let fields = [("Content-Type", "text/plain; charset=utf-8"), ("Content-Length", String(content.count))]
-        return send(status: status, headers: fields, body: content, range: 0..<content.count, isHead: false,
-                    plan: FaultPlan(nil), keepAlive: keepAlive)
+        let outcome = send(status: status, headers: fields, body: content, range: 0..<content.count, isHead: false,
+                           plan: FaultPlan(nil), keepAlive: keepAlive)
+        return outcome == .close ? .closeAfterDraining : outcome
     }
 
     /// Writes the status line, `headers` plus `Server` and `Connection`, then `range` of `body` (nothing for

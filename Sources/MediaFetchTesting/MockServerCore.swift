@@ -131,6 +131,14 @@ final class MockServerCore: Sendable {
 
     /// What `request` asks for, before faults and ranges.
     func resolve(_ request: MockRequest) -> MockRoute {
+        if !["/search", "/lookup"].contains(request.path), let file = state.withLock({ $0.files[request.path] }) {
+            return .file(file)
+        }
+        return Self.resolve(request, api: api)
+    }
+
+    /// What `request` asks for from the catalog alone (no added files): shared with ``ScriptedTransport``.
+    static func resolve(_ request: MockRequest, api: MockITunesAPI) -> MockRoute {
         switch request.path {
         case "/search":
             let answer = api.search(request)
@@ -141,11 +149,11 @@ final class MockServerCore: Sendable {
         default:
             break
         }
-        if let file = state.withLock({ $0.files[request.path] }) { return .file(file) }
+        let catalog = api.catalog
         if let song = catalog.song(previewPath: request.path) {
             return .file(MockFile(content: MockCatalog.previewContent(for: song), contentType: "audio/x-m4a"))
         }
-        if let (collectionId, size) = Self.parseArtworkPath(request.path),
+        if let (collectionId, size) = parseArtworkPath(request.path),
             catalog.firstSong(collectionId: collectionId) != nil
         {
             let content = MockCatalog.artworkContent(collectionId: collectionId, size: size)

@@ -30,10 +30,11 @@ struct SearchEndpointTests {
         #expect(answer.results.count == 5)
         let expected = server.catalog.search(term: "love").prefix(5).map(\.trackId)
         #expect(answer.results.map(\.trackId) == expected)
+        let previewPrefix = server.baseURL.absoluteString + "/itunes-assets/AudioPreview125/v4/"
         for record in answer.results {
             #expect(record.wrapperType == "track")
             #expect(record.kind == "song")
-            #expect(record.previewUrl?.hasPrefix(server.baseURL.absoluteString + "/itunes-assets/AudioPreview125/v4/") == true)
+            #expect(record.previewUrl?.hasPrefix(previewPrefix) == true)
         }
     }
 
