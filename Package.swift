@@ -37,7 +37,13 @@ let package = Package(
             pkgConfig: "libcurl",
             providers: [.apt(["libcurl4-openssl-dev"])]
         ),
-        .target(name: "MediaFetchCore", dependencies: ["CYAML"], swiftSettings: strict),
+        .systemLibrary(
+            name: "CCrypto",
+            path: "Sources/CCrypto",
+            pkgConfig: "libcrypto",
+            providers: [.apt(["libssl-dev"])]
+        ),
+        .target(name: "MediaFetchCore", dependencies: ["CYAML", "CCrypto"], swiftSettings: strict),
         plugin("ITunesSource"),
         plugin("URLListSource"),
         plugin("FoundationTransport"),

@@ -83,8 +83,18 @@ public final class DirectorySink: Sink {
     /// - Returns: `plan.relativePath`, the path relative to ``root``.
     /// - Throws: ``SinkError`` naming the item and path; an older file of that name is then untouched and no
     ///   temporary file is left.
-    public func store(_ file: URL, as plan: StoragePlan) async throws -> String {
-        try SafePlacement(root: root, relativePath: plan.relativePath, item: plan.item).place(file)
+    public func store(_ file: StagedFile, as plan: StoragePlan) async throws -> String {
+        try SafePlacement(root: root, relativePath: plan.relativePath, item: plan.item).place(file.url)
         return plan.relativePath
+    }
+
+    /// A file stored by an earlier run is kept when it is still where this run would put it, a regular
+    /// file of the recorded size; anything else (deleted, moved, edited, layout changed) is fetched again.
+    public func keep(_ plan: StoragePlan, stored record: StoredRecord) async throws -> Bool {
+        guard record.location == plan.relativePath else { return false }
+        var info = stat()
+        let path = root.appendingPathComponent(plan.relativePath).path
+        guard lstat(path, &info) == 0, info.st_mode & S_IFMT == S_IFREG else { return false }
+        return Int64(info.st_size) == record.size
     }
 }

@@ -9,20 +9,16 @@ public struct Pipeline: Sendable {
         public var concurrency: Int
         /// Where partial downloads live until the sink takes them.
         public var stagingDirectory: URL
-        /// Which files of each item to fetch.
-        public var assets: [AssetKind]
         /// The least time between two progress events of one download.
         public var progressInterval: Duration
 
         public init(
             concurrency: Int,
             stagingDirectory: URL,
-            assets: [AssetKind] = [.preview],
             progressInterval: Duration = .milliseconds(250)
         ) {
             self.concurrency = max(1, concurrency)
             self.stagingDirectory = stagingDirectory
-            self.assets = assets
             self.progressInterval = progressInterval
         }
     }
@@ -141,8 +137,8 @@ public struct Pipeline: Sendable {
     /// Asks the sink where each asset goes, in source order; an asset the item lacks is skipped.
     private func plan(_ item: MediaItem, report: @Sendable (PipelineEvent) -> Void) async -> [Job] {
         var jobs: [Job] = []
-        for asset in options.assets {
-            guard let url = item.url(for: asset) else {
+        for asset in sink.assets {
+            guard let url = sink.url(for: asset, of: item) else {
                 report(.skipped(item.ref, reason: "no \(asset.rawValue) URL"))
                 continue
             }
@@ -169,7 +165,9 @@ public struct Pipeline: Sendable {
                 throw TransportError(.truncated(expected: result.fileSize, received: onDisk), url: job.url,
                                      detail: "the staging file does not hold what the transport reported")
             }
-            let location = try await sink.store(staging, as: job.plan)
+            let staged = StagedFile(url: staging, size: onDisk, sha256: try SHA256.hex(ofFile: staging),
+                                    sourceURL: result.url)
+            let location = try await sink.store(staged, as: job.plan)
             report(.stored(ref, asset: job.asset, location: location, bytes: onDisk))
         } catch {
             try? FileManager.default.removeItem(at: staging)

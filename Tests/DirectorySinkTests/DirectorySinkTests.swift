@@ -22,7 +22,7 @@ struct DirectorySinkTests {
         #expect(stored == plan.relativePath)
         #expect(try Data(contentsOf: fixture.url(stored)) == bytes)
         #expect(fixture.kind(fixture.root.appendingPathComponent("Artist/Album")) == .directory)
-        #expect(fixture.kind(staged) == .missing)
+        #expect(fixture.kind(staged.url) == .missing)
         #expect(try fixture.tree(fixture.root).keys.sorted() == [plan.relativePath])
     }
 
@@ -201,13 +201,13 @@ struct DirectorySinkTests {
                 track: index % 3
             )
         }
-        var jobs: [(URL, StoragePlan)] = []
+        var jobs: [(StagedFile, StoragePlan)] = []
         for item in items {
             let plan = try await sequential.plan(item, asset: .preview)
             #expect(try await concurrent.plan(item, asset: .preview) == plan)
             jobs.append((try fixture.staged(Data("item \(item.id)".utf8)), plan))
         }
-        var concurrentJobs: [(URL, StoragePlan)] = []
+        var concurrentJobs: [(StagedFile, StoragePlan)] = []
         for (_, plan) in jobs {
             concurrentJobs.append((try fixture.staged(Data("item \(plan.item.id)".utf8)), plan))
         }
@@ -241,7 +241,7 @@ struct DirectorySinkTests {
         _ = try await sink.store(staged, as: plan)
 
         #expect(try fixture.tree(fixture.root) == [plan.relativePath: bytes])
-        #expect(fixture.kind(staged) == .missing)
+        #expect(fixture.kind(staged.url) == .missing)
     }
 
     @Test func factoryReadsOptionsAndRejectsABadLayout() throws {

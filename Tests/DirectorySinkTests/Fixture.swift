@@ -32,10 +32,11 @@ struct Fixture: ~Copyable {
     }
 
     /// A downloaded file with `bytes`, as the pipeline would hand it over.
-    func staged(_ bytes: Data, in folder: URL? = nil) throws -> URL {
+    func staged(_ bytes: Data, in folder: URL? = nil) throws -> StagedFile {
         let url = (folder ?? stage).appendingPathComponent(UUID().uuidString + ".download")
         try bytes.write(to: url)
-        return url
+        return StagedFile(url: url, size: Int64(bytes.count), sha256: SHA256.hex(of: bytes),
+                          sourceURL: URL(fileURLWithPath: "/dev/null"))
     }
 
     func url(_ relative: String, under base: URL? = nil) -> URL {

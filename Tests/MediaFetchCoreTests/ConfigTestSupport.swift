@@ -106,5 +106,5 @@ struct FakeSink: Sink {
         StoragePlan(item: item.ref, asset: asset, relativePath: item.id)
     }
 
-    func store(_ file: URL, as plan: StoragePlan) async throws -> String { plan.relativePath }
+    func store(_ file: StagedFile, as plan: StoragePlan) async throws -> String { plan.relativePath }
 }

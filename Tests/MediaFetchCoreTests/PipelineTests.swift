@@ -74,9 +74,10 @@ struct PipelineTests {
             return StoragePlan(item: item.ref, asset: asset, relativePath: "\(item.id).bin")
         }
 
-        func store(_ file: URL, as plan: StoragePlan) async throws -> String {
-            let data = try Data(contentsOf: file)
-            try FileManager.default.removeItem(at: file)
+        func store(_ file: StagedFile, as plan: StoragePlan) async throws -> String {
+            let data = try Data(contentsOf: file.url)
+            #expect(file.sha256 == SHA256.hex(of: data))
+            try FileManager.default.removeItem(at: file.url)
             stored.withLock { $0[plan.relativePath] = data }
             return plan.relativePath
         }
