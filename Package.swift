@@ -43,7 +43,13 @@ let package = Package(
             pkgConfig: "libcrypto",
             providers: [.apt(["libssl-dev"])]
         ),
-        .target(name: "MediaFetchCore", dependencies: ["CYAML", "CCrypto"], swiftSettings: strict),
+        .systemLibrary(
+            name: "CSQLite",
+            path: "Sources/CSQLite",
+            pkgConfig: "sqlite3",
+            providers: [.apt(["libsqlite3-dev"])]
+        ),
+        .target(name: "MediaFetchCore", dependencies: ["CYAML", "CCrypto", "CSQLite"], swiftSettings: strict),
         plugin("ITunesSource"),
         plugin("URLListSource"),
         plugin("FoundationTransport"),

@@ -71,6 +71,23 @@ final class SessionDelegate: NSObject, URLSessionDataDelegate, Sendable {
         entries.withLock { $0[task.taskIdentifier] = Entry(state: state, continuation: continuation) }
     }
 
+    /// How long a cancelled task may take to report its end before it is ended here.
+    static let cancelGrace = DispatchTimeInterval.seconds(3)
+
+    /// Cancels a task on behalf of a cancelled Swift task. FoundationNetworking has been seen (a
+    /// SIGINT while transfers were being set up) never to report a cancelled task's end, which
+    /// would leave the caller waiting forever; so if no end is reported within ``cancelGrace``, the
+    /// transfer is ended here.
+    func cancel(_ task: URLSessionTask) {
+        task.cancel()
+        let identifier = task.taskIdentifier
+        DispatchQueue.global().asyncAfter(deadline: .now() + Self.cancelGrace) { [weak self] in
+            guard let entry = self?.entries.withLock({ $0.removeValue(forKey: identifier) }) else { return }
+            if case .file(var transfer) = entry.state { _ = transfer.close() }
+            entry.continuation.resume(throwing: TransportError(.cancelled, url: task.originalRequest?.url))
+        }
+    }
+
     /// Records why a task must stop; the first reason wins.
     private func record(_ task: URLSessionTask, _ error: TransportError) {
         entries.withLock { entries in
@@ -240,9 +257,12 @@ extension FileTransfer {
         self.response = response
         let url = response.url ?? request.url
         let length = response.expectedContentLength >= 0 ? response.expectedContentLength : nil
+        let headers = SessionDelegate.headers(response)
+        var total = length
         switch response.statusCode {
         case 206 where request.resumeFrom > 0:
-            let range = response.value(forHTTPHeaderField: "Content-Range").flatMap(ContentRange.init)
+            let range = headers["Content-Range"].flatMap(ContentRange.init)
+            total = range?.total
             guard let range, range.start == request.resumeFrom else {
                 throw TransportError(.other, url: url, detail: "the server sent a range that does not start at "
                     + "byte \(request.resumeFrom)")
@@ -252,9 +272,11 @@ extension FileTransfer {
             restarted = request.resumeFrom > 0
             base = 0
         default:
-            throw TransportError(.httpStatus(response.statusCode), url: url)
+            throw TransportError(.httpStatus(response.statusCode), url: url, headers: headers)
         }
         expected = length
+        request.onResponse?(DownloadResponse(status: response.statusCode, validator: Validator(headers: headers),
+                                             expectedSize: total, restarts: restarted))
         let path = request.destination.path
         if !FileManager.default.fileExists(atPath: path) {
             guard FileManager.default.createFile(atPath: path, contents: nil) else {
@@ -301,25 +323,5 @@ extension FileTransfer {
         return .success(
             DownloadResult(status: response.statusCode, headers: headers, url: url, bytesWritten: written,
                            fileSize: base + written, validator: Validator(headers: headers), restarted: restarted))
-    }
-}
-
-/// `Content-Range: bytes START-END/TOTAL`.
-struct ContentRange {
-    var start: Int64
-    var end: Int64
-    var total: Int64?
-
-    init?(_ header: String) {
-        let trimmed = header.trimmingCharacters(in: .whitespaces)
-        guard trimmed.lowercased().hasPrefix("bytes ") else { return nil }
-        let parts = trimmed.dropFirst(6).split(separator: "/", maxSplits: 1)
-        let bounds = parts.first?.split(separator: "-", maxSplits: 1) ?? []
-        guard bounds.count == 2, let start = Int64(bounds[0]), let end = Int64(bounds[1]), start <= end else {
-            return nil
-        }
-        self.start = start
-        self.end = end
-        total = parts.count == 2 ? Int64(parts[1]) : nil
     }
 }

@@ -1,25 +1,38 @@
 import Foundation
 import Synchronization
 
-/// Runs one pipeline: the source's items are planned by the sink in source order, downloaded by a
-/// bounded number of workers into staging files, checked, and stored.
+/// Runs one pipeline: the source's items are planned by the sink in source order, checked against
+/// the ledger, downloaded by a bounded number of workers into staging files (resuming what an
+/// earlier run left), verified, stored, and recorded.
 public struct Pipeline: Sendable {
     public struct Options: Sendable {
         /// How many downloads run at once.
         public var concurrency: Int
-        /// Where partial downloads live until the sink takes them.
+        /// Where partial downloads live until the sink takes them; kept between runs for resuming.
         public var stagingDirectory: URL
         /// The least time between two progress events of one download.
         public var progressInterval: Duration
+        /// The source's plugin name: with an item's id it keys the ledger.
+        public var sourceName: String
+        /// The memory between runs; without one every run starts from nothing.
+        public var ledger: Ledger?
+        /// Ignore what the ledger says is stored or partial, and fetch everything again.
+        public var refetch: Bool
 
         public init(
             concurrency: Int,
             stagingDirectory: URL,
-            progressInterval: Duration = .milliseconds(250)
+            progressInterval: Duration = .milliseconds(250),
+            sourceName: String = "source",
+            ledger: Ledger? = nil,
+            refetch: Bool = false
         ) {
             self.concurrency = max(1, concurrency)
             self.stagingDirectory = stagingDirectory
             self.progressInterval = progressInterval
+            self.sourceName = sourceName
+            self.ledger = ledger
+            self.refetch = refetch
         }
     }
 
@@ -43,37 +56,37 @@ public struct Pipeline: Sendable {
         self.events = events
     }
 
-    /// Runs to the end, or until the calling task is cancelled (then in-flight downloads are
-    /// cancelled, nothing half-done is stored, and the summary says `interrupted`).
+    /// Runs to the end, or until the calling task is cancelled (then in-flight downloads stop and
+    /// keep their bytes for a resume, nothing half-done is stored, and the summary says `interrupted`).
     public func run() async -> RunSummary {
         let clock = ContinuousClock()
         let start = clock.now
-        let tally = Mutex(RunSummary())
-        let report: @Sendable (PipelineEvent) -> Void = { [events] event in
-            tally.withLock { $0.count(event) }
-            events(event)
-        }
+        let run = RunState(ledger: options.ledger, events: events)
 
         do {
             try FileManager.default.createDirectory(at: options.stagingDirectory, withIntermediateDirectories: true)
-            try await feedWorkers(report: report)
+            let known = try options.refetch ? [:] : (options.ledger?.entries(source: options.sourceName) ?? [:])
+            try await feedWorkers(run, known: known)
         } catch is CancellationError {
-            tally.withLock { $0.interrupted = true }
+            run.tally.withLock { $0.interrupted = true }
         } catch let error as SourceError {
-            tally.withLock { $0.sourceError = error.message }
+            run.tally.withLock { $0.sourceError = error.message }
         } catch {
-            tally.withLock { $0.sourceError = String(describing: error) }
+            run.tally.withLock { $0.sourceError = String(describing: error) }
         }
-        if Task.isCancelled { tally.withLock { $0.interrupted = true } }
+        if Task.isCancelled { run.tally.withLock { $0.interrupted = true } }
 
         do {
             try await sink.finish()
+            // Only now are an archive's files durable, so only now does the ledger say so.
+            for (key, record) in run.takeUncommitted() { options.ledger?.stored(key, record) }
         } catch {
-            tally.withLock { $0.sinkError = String(describing: error) }
+            run.tally.withLock { $0.sinkError = String(describing: error) }
         }
         await transport.shutdown()
+        run.flushLedger(force: true)
 
-        var summary = tally.withLock { $0 }
+        var summary = run.tally.withLock { $0 }
         summary.wallSeconds = (clock.now - start).seconds
         events(.finished(summary))
         return summary
@@ -81,9 +94,9 @@ public struct Pipeline: Sendable {
 
     /// Reads the source in a child task and starts a worker per asset, at most `concurrency` at once.
     /// A source failure stops new work but lets started downloads finish.
-    private func feedWorkers(report: @escaping @Sendable (PipelineEvent) -> Void) async throws {
+    private func feedWorkers(_ run: RunState, known: [LedgerKey: LedgerEntry]) async throws {
         let (outputs, continuation) = AsyncThrowingStream.makeStream(of: SourceOutput.self)
-        let context = SourceContext(transport: transport, notice: { report(.notice($0)) })
+        let context = SourceContext(transport: transport, notice: { run.report(.notice($0)) })
 
         try await withThrowingTaskGroup(of: Bool.self) { group in
             // The producer's task answers false and the workers true, so the bound counts only workers.
@@ -104,16 +117,18 @@ public struct Pipeline: Sendable {
                     try Task.checkCancellation()
                     switch output {
                     case .skipped(let ref, let reason):
-                        report(.skipped(ref, reason: reason))
+                        run.report(.skipped(ref, reason: reason))
                     case .failed(let ref, let url, let reason):
-                        report(.failed(ref, url: url, reason: reason))
+                        run.report(.failed(ref, url: url, reason: reason))
                     case .item(let item):
-                        for job in await plan(item, report: report) {
+                        for job in try await plan(item, known: known, run) {
                             while running >= options.concurrency {
                                 if try await group.next() == true { running -= 1 }
                             }
+                            // A slot may free up because the run was cancelled: start nothing new then.
+                            try Task.checkCancellation()
                             running += 1
-                            group.addTask { await self.download(job, report: report); return true }
+                            group.addTask { await self.download(job, run); return true }
                         }
                     }
                 }
@@ -132,55 +147,120 @@ public struct Pipeline: Sendable {
         var asset: AssetKind
         var url: URL
         var plan: StoragePlan
+        var key: LedgerKey
+        var entry: LedgerEntry?
     }
 
-    /// Asks the sink where each asset goes, in source order; an asset the item lacks is skipped.
-    private func plan(_ item: MediaItem, report: @Sendable (PipelineEvent) -> Void) async -> [Job] {
+    /// Asks the sink where each asset goes, in source order (also for stored ones, so that names do
+    /// not depend on what is already there), and drops what an earlier run stored and the sink kept.
+    private func plan(_ item: MediaItem, known: [LedgerKey: LedgerEntry], _ run: RunState) async throws -> [Job] {
         var jobs: [Job] = []
         for asset in sink.assets {
             guard let url = sink.url(for: asset, of: item) else {
-                report(.skipped(item.ref, reason: "no \(asset.rawValue) URL"))
+                if asset == .preview { run.report(.skipped(item.ref, reason: "no preview URL")) }
                 continue
             }
+            let key = LedgerKey(source: options.sourceName, itemID: item.id, asset: asset)
+            let plan: StoragePlan
             do {
-                jobs.append(Job(item: item, asset: asset, url: url, plan: try await sink.plan(item, asset: asset)))
+                plan = try await sink.plan(item, asset: asset)
             } catch {
-                report(.failed(item.ref, url: url, reason: String(describing: error)))
+                run.report(.failed(item.ref, url: url, reason: String(describing: error)))
+                continue
             }
+            let entry = known[key]
+            if let record = entry?.storedRecord, try await sink.keep(plan, stored: record) {
+                run.report(.alreadyStored(item.ref, asset: asset, location: record.location))
+                continue
+            }
+            jobs.append(Job(item: item, asset: asset, url: url, plan: plan, key: key, entry: entry))
         }
         return jobs
     }
 
-    private func download(_ job: Job, report: @escaping @Sendable (PipelineEvent) -> Void) async {
+    private func download(_ job: Job, _ run: RunState) async {
         let ref = job.item.ref
-        let staging = options.stagingDirectory.appendingPathComponent(Self.stagingName(itemID: job.item.id, asset: job.asset))
-        report(.itemStarted(ref, asset: job.asset, url: job.url))
+        let staging = options.stagingDirectory.appendingPathComponent(
+            Self.stagingName(source: options.sourceName, itemID: job.item.id, asset: job.asset))
+        let ledger = options.ledger
+        var (resumeFrom, validator) = resumePoint(job, staging: staging)
+        ledger?.begin(job.key, title: job.item.title, url: job.url)
+        run.report(.itemStarted(ref, asset: job.asset, url: job.url, resumeFrom: resumeFrom))
+
         let throttle = ProgressThrottle(interval: options.progressInterval)
         do {
-            let result = try await transport.download(DownloadRequest(url: job.url, destination: staging)) { progress in
-                if throttle.shouldReport() { report(.progress(ref, asset: job.asset, progress)) }
+            var transferred: Int64 = 0
+            var sourceURL = job.url
+            if let expected = job.entry?.expectedBytes, resumeFrom == expected {
+                // Killed after the last byte and before the store: nothing left to fetch.
+            } else {
+                let request = DownloadRequest(
+                    url: job.url, destination: staging, resumeFrom: resumeFrom, validator: validator,
+                    onResponse: { response in
+                        ledger?.responded(job.key, validator: response.validator, expectedBytes: response.expectedSize)
+                    })
+                do {
+                    let result = try await transport.download(request) { progress in
+                        if throttle.shouldReport() {
+                            run.report(.progress(ref, asset: job.asset, progress))
+                            run.flushLedger()
+                        }
+                    }
+                    transferred = result.bytesWritten
+                    sourceURL = result.url
+                    guard try Self.fileSize(staging) == result.fileSize else {
+                        throw TransportError(.truncated(expected: result.fileSize, received: try Self.fileSize(staging)),
+                                             url: job.url, detail: "the staging file does not hold what the transport reported")
+                    }
+                } catch let error as TransportError where error.status == 416 && resumeFrom > 0 {
+                    // A range past the end: complete if the server's size is what we hold, else start over.
+                    let total = error.headers?["Content-Range"].flatMap(ContentRange.unsatisfiedLength)
+                    guard total == resumeFrom else {
+                        try? FileManager.default.removeItem(at: staging)
+                        (resumeFrom, validator) = (0, nil)
+                        throw error
+                    }
+                }
             }
-            let onDisk = try Self.fileSize(staging)
-            guard onDisk == result.fileSize else {
-                throw TransportError(.truncated(expected: result.fileSize, received: onDisk), url: job.url,
-                                     detail: "the staging file does not hold what the transport reported")
-            }
-            let staged = StagedFile(url: staging, size: onDisk, sha256: try SHA256.hex(ofFile: staging),
-                                    sourceURL: result.url)
+            let size = try Self.fileSize(staging)
+            let staged = StagedFile(url: staging, size: size, sha256: try SHA256.hex(ofFile: staging),
+                                    sourceURL: sourceURL)
             let location = try await sink.store(staged, as: job.plan)
-            report(.stored(ref, asset: job.asset, location: location, bytes: onDisk))
+            let record = StoredRecord(location: location, size: size, sha256: staged.sha256)
+            if sink.commitsEachStore { ledger?.stored(job.key, record) } else { run.deferStored(job.key, record) }
+            run.transferred(transferred)
+            run.report(.stored(ref, asset: job.asset, location: location, bytes: size))
         } catch {
-            try? FileManager.default.removeItem(at: staging)
-            if Task.isCancelled || error is CancellationError { return }
-            if let error = error as? TransportError, error.code == .cancelled { return }
-            report(.failed(ref, url: job.url, reason: String(describing: error)))
+            let kept = (try? Self.fileSize(staging)) ?? 0
+            if Task.isCancelled || error is CancellationError || (error as? TransportError)?.code == .cancelled {
+                // Paused: the bytes stay for the next run to resume from.
+                ledger?.paused(job.key, receivedBytes: kept)
+                return
+            }
+            let reason = String(describing: error)
+            ledger?.failed(job.key, reason: reason, receivedBytes: kept)
+            run.report(.failed(ref, url: job.url, reason: reason))
         }
     }
 
-    /// A file name for an item's staging file: readable, unique per item and asset, safe anywhere.
-    static func stagingName(itemID: String, asset: AssetKind) -> String {
+    /// Where a download can go on from: the staging file's bytes when the ledger knows the validator
+    /// they were fetched under (a resume without one could splice two versions of the file).
+    private func resumePoint(_ job: Job, staging: URL) -> (Int64, Validator?) {
+        let size = (try? Self.fileSize(staging)) ?? 0
+        guard !options.refetch, size > 0, let entry = job.entry, let validator = entry.validator,
+            validator.ifRangeValue != nil, entry.url == job.url.absoluteString,
+            size <= entry.expectedBytes ?? .max
+        else {
+            if size > 0 { try? FileManager.default.removeItem(at: staging) }
+            return (0, nil)
+        }
+        return (size, validator)
+    }
+
+    /// A staging file name: readable, unique per source, item and asset, stable across runs, safe anywhere.
+    public static func stagingName(source: String, itemID: String, asset: AssetKind) -> String {
         let readable = String(itemID.filter { $0.isASCII && ($0.isLetter || $0.isNumber) }.prefix(40))
-        return "\(readable)-\(stableHash(itemID)).\(asset.rawValue).part"
+        return "\(readable)-\(stableHash(source + "\u{0}" + itemID)).\(asset.rawValue).part"
     }
 
     /// FNV-1a: stable across runs and platforms, unlike `hashValue`.
@@ -192,9 +272,66 @@ public struct Pipeline: Sendable {
         return String(hash, radix: 16)
     }
 
+    /// Where a run keeps partial downloads, inside its state directory.
+    public static func stagingDirectory(state: URL) -> URL {
+        state.appendingPathComponent("staging")
+    }
+
     static func fileSize(_ url: URL) throws -> Int64 {
         let attributes = try FileManager.default.attributesOfItem(atPath: url.path)
         return (attributes[.size] as? NSNumber)?.int64Value ?? 0
+    }
+}
+
+/// What the workers of one run share: the tally, the events, the ledger's batching, and the
+/// stores an archive sink has not committed yet.
+private final class RunState: Sendable {
+    let ledger: Ledger?
+    let events: @Sendable (PipelineEvent) -> Void
+    let tally = Mutex(RunSummary())
+    private let uncommitted = Mutex<[(LedgerKey, StoredRecord)]>([])
+    private let ledgerTrouble = Mutex(false)
+
+    init(ledger: Ledger?, events: @escaping @Sendable (PipelineEvent) -> Void) {
+        self.ledger = ledger
+        self.events = events
+    }
+
+    func report(_ event: PipelineEvent) {
+        tally.withLock { $0.count(event) }
+        events(event)
+        if case .progress = event { return }
+        flushLedger()
+    }
+
+    func transferred(_ bytes: Int64) {
+        tally.withLock { $0.bytesTransferred += bytes }
+    }
+
+    func deferStored(_ key: LedgerKey, _ record: StoredRecord) {
+        uncommitted.withLock { $0.append((key, record)) }
+    }
+
+    func takeUncommitted() -> [(LedgerKey, StoredRecord)] {
+        uncommitted.withLock { pending in
+            defer { pending.removeAll() }
+            return pending
+        }
+    }
+
+    /// Commits the ledger's batch when due (or now). A ledger that cannot be written costs only
+    /// re-fetching next time, so the run goes on and says so once.
+    func flushLedger(force: Bool = false) {
+        guard let ledger else { return }
+        do {
+            if force { try ledger.flush() } else { try ledger.flushIfDue() }
+        } catch {
+            let first = ledgerTrouble.withLock { seen in
+                defer { seen = true }
+                return !seen
+            }
+            if first { events(.notice("the ledger could not be written (\(error)); this run's progress will not be remembered")) }
+        }
     }
 }
 
@@ -225,6 +362,7 @@ extension RunSummary {
             self.bytes += bytes
         case .failed: failed += 1
         case .skipped: skipped += 1
+        case .alreadyStored: alreadyStored += 1
         case .itemStarted, .progress, .notice, .finished: break
         }
     }

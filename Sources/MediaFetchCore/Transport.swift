@@ -12,7 +12,9 @@ import Foundation
 /// * A body shorter than its `Content-Length` is ``TransportError/Code/truncated``, never a
 ///   success; the bytes that did arrive stay in the file.
 /// * A status other than 200 or 206 from `download`, after redirects, is
-///   ``TransportError/Code/httpStatus(_:)`` and leaves the destination's kept bytes unchanged.
+///   ``TransportError/Code/httpStatus(_:)`` with the response's headers, and leaves the
+///   destination's kept bytes unchanged.
+/// * `request.onResponse`, when set, is called once a 200 or 206 arrives, before its body is written.
 /// * Task cancellation reaches the transfer: a cancelled `send` or `download` stops promptly,
 ///   frees its connection and throws ``TransportError/Code/cancelled`` (or `CancellationError`).
 /// * The same instance serves many concurrent calls, and reuses connections between them.
@@ -62,11 +64,14 @@ public struct TransportError: Error, Sendable, CustomStringConvertible {
     public var url: URL?
     /// The underlying library's own words, when it had some.
     public var detail: String?
+    /// The response's headers, for an ``Code/httpStatus(_:)`` (a 416's `Content-Range`, a 429's `Retry-After`).
+    public var headers: HTTPHeaders?
 
-    public init(_ code: Code, url: URL?, detail: String? = nil) {
+    public init(_ code: Code, url: URL?, detail: String? = nil, headers: HTTPHeaders? = nil) {
         self.code = code
         self.url = url
         self.detail = detail
+        self.headers = headers
     }
 
     /// The HTTP status, when the error is one.

@@ -237,12 +237,12 @@ final class MockConnection {
         let size = file.content.count
         var status = 200
         var range: Range<Int64> = 0..<size
-        var fields = [
-            ("Content-Type", file.contentType), ("Accept-Ranges", "bytes"), ("ETag", etag),
-            ("Last-Modified", lastModified),
-        ]
+        var fields = [("Content-Type", file.contentType), ("Accept-Ranges", "bytes")]
+        if !plan.withoutETag { fields.append(("ETag", etag)) }
+        fields.append(("Last-Modified", lastModified))
         if !plan.ignoreRange, let rangeHeader = request.headers["Range"],
-            Self.ifRangeHolds(request.headers["If-Range"], etag: etag, lastModified: lastModified)
+            Self.ifRangeHolds(request.headers["If-Range"], etag: plan.withoutETag ? nil : etag,
+                              lastModified: lastModified)
         {
             switch MockByteRange.parse(rangeHeader, size: size) {
             case .ignored:
@@ -265,7 +265,7 @@ final class MockConnection {
 
     /// Whether a `Range` may be honoured: no `If-Range`, or one naming the current version. A weak ETag never
     /// matches (RFC 9110 13.1.5).
-    private static func ifRangeHolds(_ value: String?, etag: String, lastModified: String) -> Bool {
+    private static func ifRangeHolds(_ value: String?, etag: String?, lastModified: String) -> Bool {
         guard let value else { return true }
         if value.hasPrefix("W/") { return false }
         return value == etag || value == lastModified

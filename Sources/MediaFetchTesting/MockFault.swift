@@ -19,6 +19,8 @@ public enum MockFault: Sendable {
     /// Serve the resource as if it had changed: this ETag (quoted when given bare) and a later
     /// `Last-Modified`, so that an `If-Range` with the old validator gets the full body.
     case changedETag(String)
+    /// Send no `ETag`, so that `Last-Modified` is the only validator (as many plain file servers do).
+    case withoutETag
     /// Answer with a redirect to `location` (absolute, or a path on this server).
     case redirect(status: Int, location: String)
     /// Send `Connection: close` and close after this response.
@@ -41,6 +43,7 @@ struct FaultPlan: Sendable {
     var bytesPerSecond: Int?
     var ignoreRange = false
     var changedETag: String?
+    var withoutETag = false
     var closeAfterResponse = false
     var drop = false
 
@@ -80,6 +83,8 @@ struct FaultPlan: Sendable {
             ignoreRange = true
         case .changedETag(let tag):
             changedETag = tag.hasPrefix("\"") || tag.hasPrefix("W/") ? tag : "\"" + tag + "\""
+        case .withoutETag:
+            withoutETag = true
         case .redirect(let status, let location):
             replacement = .redirect(status: status, location: location)
         case .closeAfterResponse:

@@ -150,33 +150,57 @@ struct CLITests {
     }
 }
 
-/// Ctrl-C stops a run gently: no half file stored, exit 130, a word on how to go on.
+/// Ctrl-C pauses a run: no half file stored, partial bytes kept, exit 130; the same command resumes.
 struct InterruptTests {
     @Test(arguments: [SIGINT, SIGTERM])
-    func aSignalStopsTheRunAndExits130(signal: Int32) throws {
+    func aSignalPausesTheRunAndTheNextRunResumes(signal: Int32) throws {
         let server = try MockCatalogServer()
         // Every preview stalls after some bytes, so the run is surely mid-transfer when the signal comes.
         server.setFaultHook { $0.path.hasSuffix(".m4a") ? .stall(afterBytes: 50_000, seconds: 60) : nil }
         let scratch = try CommandRunner.temporaryDirectory()
         defer { try? FileManager.default.removeItem(at: scratch) }
         let output = scratch.appendingPathComponent("out")
-        let child = try CommandRunner.start([
+        let arguments = [
             "run", "config/demo.yaml", "--quiet",
             "--set", "source.endpoint=\(server.baseURL.absoluteString)",
             "--set", "sink.path=\(output.path)", "--set", "state=\(scratch.path)/state",
-        ])
-        // Wait (bounded) for the condition, not for a time: a preview request has reached the server.
-        let deadline = ContinuousClock.now + .seconds(60)
-        while !server.requests.contains(where: { $0.path.hasSuffix(".m4a") }) && ContinuousClock.now < deadline {
-            usleep(10_000)
-        }
-        try #require(server.requests.contains { $0.path.hasSuffix(".m4a") }, "no download started")
-        kill(child.process.processIdentifier, signal)
-        let outcome = try child.wait()
-        #expect(outcome.status == 130, "\(outcome.stdout)\(outcome.stderr)")
-        #expect(outcome.stdout.contains("interrupted"))
-        #expect(try CommandRunner.tree(output).isEmpty)
+        ]
+        let child = try CommandRunner.start(arguments)
         let staging = scratch.appendingPathComponent("state/staging")
-        #expect((try? FileManager.default.contentsOfDirectory(atPath: staging.path))?.isEmpty ?? true)
+        // Wait (bounded) for the condition, not for a time: every worker holds a stalled download whose
+        // first bytes reached its staging file.
+        func stalledDownloads() -> Int {
+            let names = (try? FileManager.default.contentsOfDirectory(atPath: staging.path)) ?? []
+            return names.filter { name in
+                let size = (try? FileManager.default.attributesOfItem(atPath: staging.appendingPathComponent(name).path))?[.size]
+                return (size as? NSNumber)?.int64Value == 50_000
+            }.count
+        }
+        let deadline = ContinuousClock.now + .seconds(60)
+        while stalledDownloads() < 8 && ContinuousClock.now < deadline { usleep(10_000) }
+        try #require(stalledDownloads() == 8, "the downloads did not start")
+        kill(child.process.processIdentifier, signal)
+        let paused = try child.wait()
+        #expect(paused.status == 130, "\(paused.stdout)\(paused.stderr)")
+        #expect(paused.stdout.contains("run the same command again to resume"))
+        #expect(try CommandRunner.tree(output).isEmpty)
+        let partials = try FileManager.default.contentsOfDirectory(atPath: staging.path)
+        #expect(partials.count == 8)
+
+        let status = try CommandRunner.run(["status", "config/demo.yaml", "--set", "state=\(scratch.path)/state"])
+        #expect(status.stdout.contains("partial: 8"), "\(status.stdout)")
+
+        server.setFaultHook(nil)
+        server.resetLog()
+        let resumed = try CommandRunner.run(arguments)
+        #expect(resumed.status == 0, "\(resumed.stdout)\(resumed.stderr)")
+        #expect(resumed.stdout.contains("40 stored"))
+        #expect(resumed.stdout.contains("downloaded, the rest resumed"))
+        let ranged = server.requests.filter { $0.headers["Range"] != nil }
+        #expect(ranged.count == 8)
+        #expect(ranged.allSatisfy { $0.headers["Range"] == "bytes=50000-" && $0.headers["If-Range"] != nil })
+        let catalog = server.catalog
+        let expected = Set(catalog.search(term: "love").prefix(40).map { Data(catalog.previewBytes(for: $0)) })
+        #expect(Set(try CommandRunner.tree(output).values) == expected)
     }
 }
