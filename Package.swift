@@ -102,6 +102,11 @@ let package = Package(
             swiftSettings: strict
         ),
         .testTarget(
+            name: "ResumeTests",
+            dependencies: ["MediaFetchCore", "MediaFetchTesting", "ITunesSource", "FoundationTransport", "DirectorySink"],
+            swiftSettings: strict
+        ),
+        .testTarget(
             name: "MediaFetchCLITests",
             dependencies: ["MediaFetchCLI", "mediafetch", "MediaFetchCore", "MediaFetchTesting"],
             swiftSettings: strict

@@ -14,10 +14,11 @@ import Darwin
 /// the root (`root/Artist -> /etc`) between two calls would redirect the write. Opening each directory
 /// with `openat(…, O_NOFOLLOW)` from its parent's descriptor pins the tree we checked.
 ///
-/// The steps: open the root (creating it), open or create each directory level, move the staged file in
-/// under a unique dot-name (`renameat`; across filesystems a copy into an `O_EXCL` file), `fsync` it,
+/// The steps: open the root (creating it), open or create each directory level, `fsync` the staged file,
 /// `renameat` it over the final name (replacing an old file or a planted link itself, never writing
-/// through it), `fsync` the directory. Any failure before the last rename removes the temporary file.
+/// through it), `fsync` the directory. Across filesystems the rename is a copy into an `O_EXCL` dot-file
+/// beside the final name, flushed and renamed; a failure removes it, and one a killed run left is removed
+/// by the next.
 struct SafePlacement {
     var root: URL
     var relativePath: String
@@ -35,29 +36,69 @@ struct SafePlacement {
         }
         try checkStaged(staged)
 
-        let temporary = ".mediafetch-\(UUID().uuidString.lowercased()).part"
-        let copied = try moveIn(staged, as: temporary, into: directory)
+        // The staged file is complete: flushed where it is, one rename puts it in place (replacing an old file
+        // or a planted link itself). Nothing is ever half-written under a final name, and a crash leaves no
+        // litter in the user's tree.
+        try syncStaged(staged)
+        if renameat(AT_FDCWD, staged.path, directory.raw, fileName) != 0 {
+            let code = errno
+            guard code == EXDEV else { throw failure("cannot move the file into place: \(reason(code))") }
+            try copyIn(staged, as: fileName, into: directory)
+        }
+        guard fsync(directory.raw) == 0 else {
+            throw failure("stored, but the folder could not be flushed to disk: \(errorText(errno))")
+        }
+    }
+
+    /// Across filesystems: a copy under a temporary name next to the final one, flushed, then renamed.
+    /// The temporary name carries our process id, so a later run can tell a dead run's leftover from a
+    /// live one's and remove it.
+    func copyIn(_ staged: URL, as fileName: String, into directory: borrowing FileDescriptor) throws(SinkError) {
+        removeLeftovers(in: directory)
+        let temporary = "\(Self.temporaryPrefix)\(getpid())-\(UUID().uuidString.lowercased()).part"
         do throws(SinkError) {
+            try copy(staged, to: temporary, in: directory)
             try syncFile(temporary, in: directory)
             guard renameat(directory.raw, temporary, directory.raw, fileName) == 0 else {
-                let code = errno
-                let reason = code == EISDIR || code == ENOTEMPTY || code == EEXIST
-                    ? "a directory is in the way" : errorText(code)
-                throw failure("cannot move the file into place: \(reason)")
+                throw failure("cannot move the file into place: \(reason(errno))")
             }
         } catch {
             // The final name still holds whatever it held before; only our temporary goes.
             _ = unlinkat(directory.raw, temporary, 0)
             throw error
         }
-        guard fsync(directory.raw) == 0 else {
-            throw failure("stored, but the folder could not be flushed to disk: \(errorText(errno))")
+        // The staged copy is ours to delete; if that fails it is only a leftover in the state folder.
+        _ = unlink(staged.path)
+    }
+
+    static let temporaryPrefix = ".mediafetch-"
+
+    /// Removes temporaries that a killed run left in `directory` (their process is gone).
+    func removeLeftovers(in directory: borrowing FileDescriptor) {
+        let raw = openat(directory.raw, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC)
+        guard raw >= 0, let stream = fdopendir(raw) else { return }
+        defer { closedir(stream) }
+        while let entry = readdir(stream) {
+            let name = withUnsafeBytes(of: entry.pointee.d_name) { bytes in
+                String(decoding: bytes.prefix { $0 != 0 }, as: UTF8.self)
+            }
+            guard name.hasPrefix(Self.temporaryPrefix), name.hasSuffix(".part") else { continue }
+            let pidText = name.dropFirst(Self.temporaryPrefix.count).prefix { $0 != "-" }
+            guard let pid = pid_t(pidText), pid != getpid(), kill(pid, 0) != 0, errno == ESRCH else { continue }
+            _ = unlinkat(dirfd(stream), name, 0)
         }
-        if copied {
-            // The staged copy is ours to delete; if that fails it is only a leftover in the state folder,
-            // the file itself is stored.
-            _ = unlink(staged.path)
-        }
+    }
+
+    private func reason(_ code: Int32) -> String {
+        code == EISDIR || code == ENOTEMPTY || code == EEXIST ? "a directory is in the way" : errorText(code)
+    }
+
+    /// Flushes the staged file's data before it gets its final name.
+    func syncStaged(_ staged: URL) throws(SinkError) {
+        let raw = open(staged.path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC)
+        guard raw >= 0 else { throw failure("cannot read the downloaded file: \(errorText(errno))") }
+        let file = FileDescriptor(raw)
+        guard fsync(file.raw) == 0 else { throw failure("cannot flush the file to disk: \(errorText(errno))") }
     }
 
     // MARK: - Steps
@@ -140,23 +181,6 @@ struct SafePlacement {
         guard info.st_mode & S_IFMT == S_IFREG else {
             throw failure("the downloaded file \(staged.path) is not a plain file")
         }
-    }
-
-    /// Moves `staged` into `directory` as `temporary`; across filesystems, copies it.
-    /// - Returns: whether it copied (the staged file is then still there).
-    func moveIn(_ staged: URL, as temporary: String, into directory: borrowing FileDescriptor) throws(SinkError)
-        -> Bool
-    {
-        if renameat(AT_FDCWD, staged.path, directory.raw, temporary) == 0 { return false }
-        let code = errno
-        guard code == EXDEV else { throw failure("cannot move the downloaded file in: \(errorText(code))") }
-        do throws(SinkError) {
-            try copy(staged, to: temporary, in: directory)
-        } catch {
-            _ = unlinkat(directory.raw, temporary, 0)
-            throw error
-        }
-        return true
     }
 
     /// Copies `staged` into a new file that `O_EXCL | O_NOFOLLOW` guarantee is ours alone.
