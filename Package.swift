@@ -3,7 +3,7 @@ import PackageDescription
 
 /// The same strictness for every target: Swift 6 language mode comes with tools 6.0.
 let strict: [SwiftSetting] = [
-    .enableUpcomingFeature("ExistentialAny"),
+    .enableUpcomingFeature("ExistentialAny")
 ]
 
 /// A plugin is a library target under `Plugins/<Name>` that imports the core and no other plugin.
@@ -103,7 +103,9 @@ let package = Package(
         ),
         .testTarget(
             name: "ResumeTests",
-            dependencies: ["MediaFetchCore", "MediaFetchTesting", "ITunesSource", "FoundationTransport", "DirectorySink"],
+            dependencies: [
+                "MediaFetchCore", "MediaFetchTesting", "ITunesSource", "FoundationTransport", "DirectorySink",
+            ],
             swiftSettings: strict
         ),
         .testTarget(

@@ -1,7 +1,7 @@
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #elseif canImport(Darwin)
-import Darwin
+    import Darwin
 #endif
 
 /// An open file descriptor that closes itself: every early exit in the store path (and there are many)

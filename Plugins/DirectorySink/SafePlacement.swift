@@ -2,9 +2,9 @@ import Foundation
 import MediaFetchCore
 
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #elseif canImport(Darwin)
-import Darwin
+    import Darwin
 #endif
 
 /// Moves one staged file to its final place under a root, atomically and without ever following a
@@ -133,7 +133,9 @@ struct SafePlacement {
     }
 
     /// Opens directory `name` below `parent` without following a link, creating it when missing.
-    func openChild(_ name: String, of parent: borrowing FileDescriptor, walked: [String]) throws(SinkError)
+    func openChild(
+        _ name: String, of parent: borrowing FileDescriptor, walked: [String]
+    ) throws(SinkError)
         -> FileDescriptor
     {
         let flags = O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC

@@ -67,7 +67,9 @@ final class SessionDelegate: NSObject, URLSessionDataDelegate, Sendable {
         self.maxRedirects = maxRedirects
     }
 
-    func register(_ task: URLSessionTask, state: TransferState, continuation: CheckedContinuation<TransferOutcome, any Error>) {
+    func register(
+        _ task: URLSessionTask, state: TransferState, continuation: CheckedContinuation<TransferOutcome, any Error>
+    ) {
         entries.withLock { $0[task.taskIdentifier] = Entry(state: state, continuation: continuation) }
     }
 
@@ -150,7 +152,7 @@ final class SessionDelegate: NSObject, URLSessionDataDelegate, Sendable {
             case .buffered(var transfer):
                 transfer.response = http
                 if http.expectedContentLength > Int64(transfer.limit) {
-                    return TransportError(.bodyTooLarge(limit: transfer.limit), url: http.url)
+                    return TransportError(.bodyTooLarge(limit: Int64(transfer.limit)), url: http.url)
                 }
                 entry.state = .buffered(transfer)
                 return nil
@@ -181,13 +183,16 @@ final class SessionDelegate: NSObject, URLSessionDataDelegate, Sendable {
             switch entry.state {
             case .buffered(var transfer):
                 guard transfer.body.count + data.count <= transfer.limit else {
-                    return TransportError(.bodyTooLarge(limit: transfer.limit), url: dataTask.currentRequest?.url)
+                    return TransportError(
+                        .bodyTooLarge(limit: Int64(transfer.limit)), url: dataTask.currentRequest?.url)
                 }
                 transfer.body.append(data)
                 entry.state = .buffered(transfer)
             case .file(var transfer):
                 do {
                     try transfer.write(data)
+                } catch let error as TransportError {
+                    return error
                 } catch {
                     return TransportError(.fileError, url: transfer.request.destination, detail: "\(error)")
                 }
@@ -207,11 +212,14 @@ final class SessionDelegate: NSObject, URLSessionDataDelegate, Sendable {
             } else if let response = transfer.response, let url = response.url ?? task.originalRequest?.url {
                 entry.continuation.resume(
                     returning: .buffered(
-                        HTTPResponse(status: response.statusCode, headers: Self.headers(response), url: url,
-                                     body: transfer.body)))
+                        HTTPResponse(
+                            status: response.statusCode, headers: Self.headers(response), url: url,
+                            body: transfer.body)))
             } else {
-                entry.continuation.resume(throwing: TransportError(.other, url: task.originalRequest?.url,
-                                                                   detail: "no response"))
+                entry.continuation.resume(
+                    throwing: TransportError(
+                        .other, url: task.originalRequest?.url,
+                        detail: "no response"))
             }
         case .file(var transfer):
             let closeError = transfer.close()
@@ -264,8 +272,10 @@ extension FileTransfer {
             let range = headers["Content-Range"].flatMap(ContentRange.init)
             total = range?.total
             guard let range, range.start == request.resumeFrom else {
-                throw TransportError(.other, url: url, detail: "the server sent a range that does not start at "
-                    + "byte \(request.resumeFrom)")
+                throw TransportError(
+                    .other, url: url,
+                    detail: "the server sent a range that does not start at "
+                        + "byte \(request.resumeFrom)")
             }
             base = request.resumeFrom
         case 200:
@@ -275,8 +285,13 @@ extension FileTransfer {
             throw TransportError(.httpStatus(response.statusCode), url: url, headers: headers)
         }
         expected = length
-        request.onResponse?(DownloadResponse(status: response.statusCode, validator: Validator(headers: headers),
-                                             expectedSize: total, restarts: restarted))
+        if let limit = request.maxBytes, let total, total > limit {
+            throw TransportError(.bodyTooLarge(limit: limit), url: url)
+        }
+        request.onResponse?(
+            DownloadResponse(
+                status: response.statusCode, validator: Validator(headers: headers),
+                expectedSize: total, restarts: restarted))
         let path = request.destination.path
         if !FileManager.default.fileExists(atPath: path) {
             guard FileManager.default.createFile(atPath: path, contents: nil) else {
@@ -291,6 +306,9 @@ extension FileTransfer {
 
     mutating func write(_ data: Data) throws {
         guard let handle else { return }
+        if let limit = request.maxBytes, base + written + Int64(data.count) > limit {
+            throw TransportError(.bodyTooLarge(limit: limit), url: request.url)
+        }
         try handle.write(contentsOf: data)
         written += Int64(data.count)
         let now = ContinuousClock.now
@@ -321,7 +339,8 @@ extension FileTransfer {
         progress(DownloadProgress(received: base + written, expected: expected.map { base + $0 }))
         let headers = SessionDelegate.headers(response)
         return .success(
-            DownloadResult(status: response.statusCode, headers: headers, url: url, bytesWritten: written,
-                           fileSize: base + written, validator: Validator(headers: headers), restarted: restarted))
+            DownloadResult(
+                status: response.statusCode, headers: headers, url: url, bytesWritten: written,
+                fileSize: base + written, validator: Validator(headers: headers), restarted: restarted))
     }
 }

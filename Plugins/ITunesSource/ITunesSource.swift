@@ -108,7 +108,9 @@ public struct ITunesSource: Source {
     }
 
     /// One paced API call, retried with backoff while the API throttles.
-    private func call(_ path: String, _ parameters: [(String, String)], _ context: SourceContext) async throws
+    private func call(
+        _ path: String, _ parameters: [(String, String)], _ context: SourceContext
+    ) async throws
         -> [ITunesRecord]
     {
         guard let url = ITunesQuery.url(endpoint: configuration.endpoint, path: path, parameters: parameters) else {

@@ -37,8 +37,11 @@ public struct URLListSource: Source {
 
             guard let url = URL(string: line), url.isFetchable else {
                 let ref = ItemRef(id: line, title: "line \(number)")
-                try await emit(.failed(ref, url: nil, reason: "\(place): \"\(Self.shorten(line))\" is not an http or "
-                    + "https URL; fix or remove the line (a # at the start makes it a comment)"))
+                try await emit(
+                    .failed(
+                        ref, url: nil,
+                        reason: "\(place): \"\(Self.shorten(line))\" is not an http or "
+                            + "https URL; fix or remove the line (a # at the start makes it a comment)"))
                 continue
             }
             let item = Self.item(for: url)
@@ -81,8 +84,10 @@ public struct URLListSource: Source {
             name: "urls",
             summary: "Reads a text file of http(s) URLs, one per line; # starts a comment",
             options: [
-                OptionSpec("file", .path, required: true,
-                    doc: "The list file, relative to the config file. Each URL is stored under its last path component."),
+                OptionSpec(
+                    "file", .path, required: true,
+                    doc: "The list file, relative to the config file. Each URL is stored under its last path component."
+                )
             ]
         ),
         make: { options, _ in

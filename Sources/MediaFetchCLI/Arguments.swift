@@ -39,7 +39,8 @@ struct Arguments {
                 let known = (valued.union(bare)).sorted()
                 var message = "unknown option \(name)"
                 if let near = ConfigLoader.nearest(name, in: known) { message += " (did you mean \(near)?)" }
-                throw UsageError(message + "; this command takes: " + (known.isEmpty ? "no options" : known.joined(separator: ", ")))
+                throw UsageError(
+                    message + "; this command takes: " + (known.isEmpty ? "no options" : known.joined(separator: ", ")))
             }
         }
     }

@@ -16,8 +16,11 @@ public enum CLI {
 
     static let commands: [(name: String, summary: String)] = [
         ("run", "run CONFIG [--set KEY=VALUE]... [--refetch] [--quiet] [--json]: run a pipeline (resumes)"),
-        ("search", "search TERM [--media M] [--entity E] [--country CC] [--limit N] [--endpoint URL] [--json]: "
-            + "search the iTunes catalog and print what it finds"),
+        (
+            "search",
+            "search TERM [--media M] [--entity E] [--country CC] [--limit N] [--endpoint URL] [--json]: "
+                + "search the iTunes catalog and print what it finds"
+        ),
         ("check", "check CONFIG [--set KEY=VALUE]...: validate a config and print the resolved pipeline"),
         ("status", "status CONFIG [--json]: what the ledger records: stored, partial, failed, pending"),
         ("clean", "clean CONFIG [--all]: discard partial downloads (with --all, the ledger too)"),
@@ -55,7 +58,9 @@ public enum CLI {
             case "mock-server": return try await MockServerCommand.run(words)
             default:
                 var message = "unknown command \"\(command)\""
-                if let near = ConfigLoader.nearest(command, in: commands.map(\.name)) { message += " (did you mean \"\(near)\"?)" }
+                if let near = ConfigLoader.nearest(command, in: commands.map(\.name)) {
+                    message += " (did you mean \"\(near)\"?)"
+                }
                 throw UsageError(message + "; run `mediafetch --help` for the list")
             }
         } catch let error as UsageError {

@@ -63,6 +63,10 @@ final class Reporter: Sendable {
             case .skipped(let ref, let reason):
                 state.skipped += 1
                 line(&state, "skipped \(ref): \(reason)")
+            case .retrying(let ref, _, let attempt, let wait, let reason):
+                line(
+                    &state, "retry   \(ref) (attempt \(attempt + 1) in \(wait.formattedSeconds)): \(reason)",
+                    always: true)
             case .notice(let text):
                 line(&state, "note    \(text)", always: true)
             case .finished:

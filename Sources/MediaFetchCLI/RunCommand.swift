@@ -29,8 +29,9 @@ enum RunCommand {
         let registry = BundledPlugins.registry
         let spec = try ConfigLoader.load(
             path: arguments.positional[0], overrides: arguments.all("--set"), registry: registry)
-        let summary = try await execute(spec, registry: registry, quiet: arguments.has("--quiet"),
-                                        json: arguments.has("--json"), refetch: arguments.has("--refetch"))
+        let summary = try await execute(
+            spec, registry: registry, quiet: arguments.has("--quiet"),
+            json: arguments.has("--json"), refetch: arguments.has("--refetch"))
         return summary.exitCode
     }
 
@@ -50,7 +51,8 @@ enum RunCommand {
                 stagingDirectory: Pipeline.stagingDirectory(state: spec.stateDirectory),
                 sourceName: parts.sourceName,
                 ledger: ledger,
-                refetch: refetch
+                refetch: refetch,
+                policy: spec.downloadPolicy
             ),
             events: reporter.handle
         )
@@ -76,9 +78,11 @@ enum RunCommand {
         print(line)
         if let error = summary.sourceError { print("the source failed: \(error)") }
         if let error = summary.sinkError { print("the sink failed: \(error)") }
+        if let reason = summary.stopReason { print("stopped early: \(reason)") }
         if summary.interrupted {
-            print("interrupted: finished files are stored and partial downloads kept; run the same command "
-                + "again to resume (`mediafetch status \(spec.configPath)` shows where things stand)")
+            print(
+                "interrupted: finished files are stored and partial downloads kept; run the same command "
+                    + "again to resume (`mediafetch status \(spec.configPath)` shows where things stand)")
         }
     }
 

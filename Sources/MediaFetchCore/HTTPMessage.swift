@@ -89,6 +89,9 @@ public struct DownloadRequest: Sendable {
     /// Called once when a 200 or 206 answer arrives, before its first body byte is written, so that
     /// what a later resume needs is known even if this transfer never ends.
     public var onResponse: (@Sendable (DownloadResponse) -> Void)?
+    /// The largest the whole file may be: a bigger one (by its announced length, or as bytes arrive)
+    /// ends the transfer with ``TransportError/Code/bodyTooLarge(limit:)``.
+    public var maxBytes: Int64?
 
     public init(
         url: URL,
@@ -96,6 +99,7 @@ public struct DownloadRequest: Sendable {
         headers: HTTPHeaders = [:],
         resumeFrom: Int64 = 0,
         validator: Validator? = nil,
+        maxBytes: Int64? = nil,
         onResponse: (@Sendable (DownloadResponse) -> Void)? = nil
     ) {
         self.url = url
@@ -103,6 +107,7 @@ public struct DownloadRequest: Sendable {
         self.destination = destination
         self.resumeFrom = resumeFrom
         self.validator = validator
+        self.maxBytes = maxBytes
         self.onResponse = onResponse
     }
 }

@@ -18,6 +18,8 @@ public struct Pipeline: Sendable {
         public var ledger: Ledger?
         /// Ignore what the ledger says is stored or partial, and fetch everything again.
         public var refetch: Bool
+        /// Retries, limits and the failure budget.
+        public var policy: DownloadPolicy
 
         public init(
             concurrency: Int,
@@ -25,7 +27,8 @@ public struct Pipeline: Sendable {
             progressInterval: Duration = .milliseconds(250),
             sourceName: String = "source",
             ledger: Ledger? = nil,
-            refetch: Bool = false
+            refetch: Bool = false,
+            policy: DownloadPolicy = DownloadPolicy()
         ) {
             self.concurrency = max(1, concurrency)
             self.stagingDirectory = stagingDirectory
@@ -33,6 +36,7 @@ public struct Pipeline: Sendable {
             self.sourceName = sourceName
             self.ledger = ledger
             self.refetch = refetch
+            self.policy = policy
         }
     }
 
@@ -102,7 +106,11 @@ public struct Pipeline: Sendable {
             // The producer's task answers false and the workers true, so the bound counts only workers.
             group.addTask { [source] in
                 do {
-                    try await source.run(context) { continuation.yield($0) }
+                    try await source.run(context) { output in
+                        // A run stopped by its failure budget asks the source for nothing more.
+                        if run.stopReason != nil { throw CancellationError() }
+                        continuation.yield(output)
+                    }
                     continuation.finish()
                 } catch {
                     continuation.finish(throwing: error)
@@ -121,6 +129,14 @@ public struct Pipeline: Sendable {
                     case .failed(let ref, let url, let reason):
                         run.report(.failed(ref, url: url, reason: reason))
                     case .item(let item):
+                        if options.policy.maxFailures > 0,
+                            run.tally.withLock({ $0.failed }) >= options.policy.maxFailures
+                        {
+                            run.stop(
+                                "\(options.policy.maxFailures) items failed (the download section's max-failures); "
+                                    + "no further items were started")
+                        }
+                        if run.stopReason != nil { break }
                         for job in try await plan(item, known: known, run) {
                             while running >= options.concurrency {
                                 if try await group.next() == true { running -= 1 }
@@ -128,7 +144,9 @@ public struct Pipeline: Sendable {
                             // A slot may free up because the run was cancelled: start nothing new then.
                             try Task.checkCancellation()
                             running += 1
-                            group.addTask { await self.download(job, run); return true }
+                            group.addTask {
+                                await self.download(job, run); return true
+                            }
                         }
                     }
                 }
@@ -183,63 +201,130 @@ public struct Pipeline: Sendable {
         let staging = options.stagingDirectory.appendingPathComponent(
             Self.stagingName(source: options.sourceName, itemID: job.item.id, asset: job.asset))
         let ledger = options.ledger
+        let policy = options.policy
         var (resumeFrom, validator) = resumePoint(job, staging: staging)
+        var expected = job.entry?.expectedBytes
         ledger?.begin(job.key, title: job.item.title, url: job.url)
         run.report(.itemStarted(ref, asset: job.asset, url: job.url, resumeFrom: resumeFrom))
 
-        let throttle = ProgressThrottle(interval: options.progressInterval)
-        do {
-            var transferred: Int64 = 0
-            var sourceURL = job.url
-            if let expected = job.entry?.expectedBytes, resumeFrom == expected {
-                // Killed after the last byte and before the store: nothing left to fetch.
-            } else {
-                let request = DownloadRequest(
-                    url: job.url, destination: staging, resumeFrom: resumeFrom, validator: validator,
-                    onResponse: { response in
-                        ledger?.responded(job.key, validator: response.validator, expectedBytes: response.expectedSize)
-                    })
-                do {
-                    let result = try await transport.download(request) { progress in
-                        if throttle.shouldReport() {
-                            run.report(.progress(ref, asset: job.asset, progress))
-                            run.flushLedger()
+        let started = ContinuousClock.now
+        var attempt = 0
+        var transferred: Int64 = 0
+        while true {
+            let answer = AnswerBox()
+            do {
+                let result = try await fetch(
+                    job, staging: staging, resumeFrom: resumeFrom, validator: validator,
+                    expected: expected, answer: answer, run)
+                transferred += result.transferred
+                guard policy.accepts(contentType: result.contentType, for: job.asset) else {
+                    try? FileManager.default.removeItem(at: staging)
+                    throw PipelineError(
+                        "served as \(result.contentType ?? "?"), which is not a \(job.asset.rawValue) "
+                            + "(the download section's \(job.asset.rawValue)-types lists what is accepted)")
+                }
+                let size = try Self.fileSize(staging)
+                let staged = StagedFile(
+                    url: staging, size: size, sha256: try SHA256.hex(ofFile: staging),
+                    sourceURL: result.url)
+                let location = try await sink.store(staged, as: job.plan)
+                let record = StoredRecord(location: location, size: size, sha256: staged.sha256)
+                if sink.commitsEachStore { ledger?.stored(job.key, record) } else { run.deferStored(job.key, record) }
+                run.transferred(transferred)
+                run.report(.stored(ref, asset: job.asset, location: location, bytes: size))
+                return
+            } catch {
+                let kept = (try? Self.fileSize(staging)) ?? 0
+                if Task.isCancelled || error is CancellationError || (error as? TransportError)?.code == .cancelled {
+                    // Paused: the bytes stay for the next run to resume from.
+                    ledger?.paused(job.key, receivedBytes: kept)
+                    run.transferred(transferred)
+                    return
+                }
+                if let response = answer.value, response.validator?.ifRangeValue != nil {
+                    // What arrived was fetched under a known validator: the next attempt goes on from it.
+                    (resumeFrom, validator, expected) = (kept, response.validator, response.expectedSize)
+                } else if (error as? TransportError)?.status != 416 {
+                    (resumeFrom, validator) = (0, nil)
+                    try? FileManager.default.removeItem(at: staging)
+                }
+                attempt += 1
+                if let transportError = error as? TransportError, DownloadPolicy.isRetryable(transportError),
+                    attempt <= policy.retries
+                {
+                    let wait = policy.delay(attempt: attempt, retryAfter: transportError.headers?["Retry-After"])
+                    if ContinuousClock.now - started + wait <= policy.retryBudget {
+                        run.report(
+                            .retrying(
+                                ref, asset: job.asset, attempt: attempt, after: wait,
+                                reason: String(describing: error)))
+                        do {
+                            try await Task.sleep(for: wait)
+                            continue
+                        } catch {
+                            ledger?.paused(job.key, receivedBytes: kept)
+                            return
                         }
                     }
-                    transferred = result.bytesWritten
-                    sourceURL = result.url
-                    guard try Self.fileSize(staging) == result.fileSize else {
-                        throw TransportError(.truncated(expected: result.fileSize, received: try Self.fileSize(staging)),
-                                             url: job.url, detail: "the staging file does not hold what the transport reported")
-                    }
-                } catch let error as TransportError where error.status == 416 && resumeFrom > 0 {
-                    // A range past the end: complete if the server's size is what we hold, else start over.
-                    let total = error.headers?["Content-Range"].flatMap(ContentRange.unsatisfiedLength)
-                    guard total == resumeFrom else {
-                        try? FileManager.default.removeItem(at: staging)
-                        (resumeFrom, validator) = (0, nil)
-                        throw error
-                    }
                 }
-            }
-            let size = try Self.fileSize(staging)
-            let staged = StagedFile(url: staging, size: size, sha256: try SHA256.hex(ofFile: staging),
-                                    sourceURL: sourceURL)
-            let location = try await sink.store(staged, as: job.plan)
-            let record = StoredRecord(location: location, size: size, sha256: staged.sha256)
-            if sink.commitsEachStore { ledger?.stored(job.key, record) } else { run.deferStored(job.key, record) }
-            run.transferred(transferred)
-            run.report(.stored(ref, asset: job.asset, location: location, bytes: size))
-        } catch {
-            let kept = (try? Self.fileSize(staging)) ?? 0
-            if Task.isCancelled || error is CancellationError || (error as? TransportError)?.code == .cancelled {
-                // Paused: the bytes stay for the next run to resume from.
-                ledger?.paused(job.key, receivedBytes: kept)
+                let reason = String(describing: error) + (attempt > 1 ? " (after \(attempt) attempts)" : "")
+                ledger?.failed(job.key, reason: reason, receivedBytes: kept)
+                run.transferred(transferred)
+                run.report(.failed(ref, url: job.url, reason: reason))
                 return
             }
-            let reason = String(describing: error)
-            ledger?.failed(job.key, reason: reason, receivedBytes: kept)
-            run.report(.failed(ref, url: job.url, reason: reason))
+        }
+    }
+
+    /// What one attempt brought.
+    private struct Fetched {
+        var url: URL
+        var contentType: String?
+        var transferred: Int64
+    }
+
+    /// One attempt at the bytes of `job` into `staging`, from `resumeFrom`.
+    private func fetch(
+        _ job: Job, staging: URL, resumeFrom: Int64, validator: Validator?, expected: Int64?,
+        answer: AnswerBox, _ run: RunState
+    ) async throws -> Fetched {
+        if let expected, resumeFrom == expected, validator != nil {
+            // Killed after the last byte and before the store: nothing left to fetch.
+            return Fetched(url: job.url, contentType: nil, transferred: 0)
+        }
+        let ledger = options.ledger
+        let ref = job.item.ref
+        let throttle = ProgressThrottle(interval: options.progressInterval)
+        let request = DownloadRequest(
+            url: job.url, destination: staging, resumeFrom: resumeFrom, validator: validator,
+            maxBytes: options.policy.maxSize,
+            onResponse: { head in
+                answer.set(head)
+                ledger?.responded(job.key, validator: head.validator, expectedBytes: head.expectedSize)
+            })
+        do {
+            let result = try await transport.download(request) { progress in
+                if throttle.shouldReport() {
+                    run.report(.progress(ref, asset: job.asset, progress))
+                    run.flushLedger()
+                }
+            }
+            let onDisk = try Self.fileSize(staging)
+            guard onDisk == result.fileSize else {
+                throw TransportError(
+                    .truncated(expected: result.fileSize, received: onDisk), url: job.url,
+                    detail: "the staging file does not hold what the transport reported")
+            }
+            return Fetched(
+                url: result.url, contentType: result.headers["Content-Type"],
+                transferred: result.bytesWritten)
+        } catch let error as TransportError where error.status == 416 && resumeFrom > 0 {
+            // A range past the end: complete when the server's size is what we hold.
+            guard error.headers?["Content-Range"].flatMap(ContentRange.unsatisfiedLength) == resumeFrom else {
+                try? FileManager.default.removeItem(at: staging)
+                throw error
+            }
+            return Fetched(url: job.url, contentType: nil, transferred: 0)
         }
     }
 
@@ -290,6 +375,7 @@ private final class RunState: Sendable {
     let events: @Sendable (PipelineEvent) -> Void
     let tally = Mutex(RunSummary())
     private let uncommitted = Mutex<[(LedgerKey, StoredRecord)]>([])
+    private let stopped = Mutex<String?>(nil)
     private let ledgerTrouble = Mutex(false)
 
     init(ledger: Ledger?, events: @escaping @Sendable (PipelineEvent) -> Void) {
@@ -302,6 +388,20 @@ private final class RunState: Sendable {
         events(event)
         if case .progress = event { return }
         flushLedger()
+    }
+
+    /// Why the run stopped starting new items, if it did.
+    var stopReason: String? { stopped.withLock { $0 } }
+
+    func stop(_ reason: String) {
+        let first = stopped.withLock { current in
+            defer { if current == nil { current = reason } }
+            return current == nil
+        }
+        if first {
+            tally.withLock { $0.stopReason = reason }
+            events(.notice("stopping: " + reason))
+        }
     }
 
     func transferred(_ bytes: Int64) {
@@ -330,9 +430,31 @@ private final class RunState: Sendable {
                 defer { seen = true }
                 return !seen
             }
-            if first { events(.notice("the ledger could not be written (\(error)); this run's progress will not be remembered")) }
+            if first {
+                events(
+                    .notice("the ledger could not be written (\(error)); this run's progress will not be remembered"))
+            }
         }
     }
+}
+
+/// The head of the answer to one attempt, filled in by the transport's callback.
+private final class AnswerBox: Sendable {
+    private let head = Mutex<DownloadResponse?>(nil)
+
+    func set(_ value: DownloadResponse) { head.withLock { $0 = value } }
+    var value: DownloadResponse? { head.withLock { $0 } }
+}
+
+/// A problem the pipeline itself found with a download.
+public struct PipelineError: Error, Sendable, CustomStringConvertible {
+    public var message: String
+
+    public init(_ message: String) {
+        self.message = message
+    }
+
+    public var description: String { message }
 }
 
 /// Lets through one progress report per interval.
@@ -363,7 +485,7 @@ extension RunSummary {
         case .failed: failed += 1
         case .skipped: skipped += 1
         case .alreadyStored: alreadyStored += 1
-        case .itemStarted, .progress, .notice, .finished: break
+        case .itemStarted, .progress, .retrying, .notice, .finished: break
         }
     }
 }

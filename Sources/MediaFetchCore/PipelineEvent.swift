@@ -6,6 +6,8 @@ public enum PipelineEvent: Sendable {
     case itemStarted(ItemRef, asset: AssetKind, url: URL, resumeFrom: Int64)
     /// Bytes arrived; sent at a bounded rate per item.
     case progress(ItemRef, asset: AssetKind, DownloadProgress)
+    /// An attempt failed in a way worth trying again; the next one starts after `after`.
+    case retrying(ItemRef, asset: AssetKind, attempt: Int, after: Duration, reason: String)
     /// The file is in the sink.
     case stored(ItemRef, asset: AssetKind, location: String, bytes: Int64)
     /// The item will not be stored in this run, and why.
@@ -38,6 +40,8 @@ public struct RunSummary: Sendable, Hashable, Codable {
     public var sinkError: String?
     /// Set when the run was interrupted.
     public var interrupted = false
+    /// Set when the failure budget stopped the run early.
+    public var stopReason: String?
 
     public init() {}
 

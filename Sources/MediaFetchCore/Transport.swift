@@ -54,7 +54,7 @@ public struct TransportError: Error, Sendable, CustomStringConvertible {
         case connectionFailed
         case httpStatus(Int)
         case truncated(expected: Int64, received: Int64)
-        case bodyTooLarge(limit: Int)
+        case bodyTooLarge(limit: Int64)
         case fileError
         case cancelled
         case other
@@ -85,13 +85,14 @@ public struct TransportError: Error, Sendable, CustomStringConvertible {
         case .invalidURL: what = "not a valid URL"
         case .unsupportedScheme(let scheme):
             what = "refused scheme \"\(scheme)\": only http and https are fetched, redirects included"
-        case .tooManyRedirects(let limit): what = "more than \(limit) redirects (raise max-redirects if this is expected)"
+        case .tooManyRedirects(let limit):
+            what = "more than \(limit) redirects (raise max-redirects if this is expected)"
         case .timedOut: what = "timed out (raise the transport's timeout if the server is slow)"
         case .connectionFailed: what = "could not connect"
         case .httpStatus(let status): what = "HTTP \(status)"
         case .truncated(let expected, let received):
             what = "body ended after \(received) of \(expected) bytes"
-        case .bodyTooLarge(let limit): what = "response larger than \(limit) bytes"
+        case .bodyTooLarge(let limit): what = "larger than the limit of \(limit) bytes (max-size)"
         case .fileError: what = "could not write the download to disk"
         case .cancelled: what = "cancelled"
         case .other: what = "transfer failed"
@@ -115,7 +116,9 @@ extension TransportError {
     public static func checkScheme(_ url: URL) -> TransportError? {
         if url.isFetchable { return nil }
         guard let scheme = url.scheme, !scheme.isEmpty else { return TransportError(.invalidURL, url: url) }
-        if ["http", "https"].contains(scheme.lowercased()) { return TransportError(.invalidURL, url: url, detail: "no host") }
+        if ["http", "https"].contains(scheme.lowercased()) {
+            return TransportError(.invalidURL, url: url, detail: "no host")
+        }
         return TransportError(.unsupportedScheme(scheme), url: url)
     }
 }

@@ -1,4 +1,5 @@
 import Foundation
+
 /// A parsed `Range` header against a file of known size (RFC 9110 14).
 enum MockByteRange: Equatable {
     /// Malformed, multiple ranges, or not bytes: the server answers 200 with the whole file, as RFC 9110 allows.

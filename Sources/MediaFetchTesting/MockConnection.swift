@@ -196,31 +196,36 @@ final class MockConnection {
             let scriptedClose = headers.contains {
                 $0.0.lowercased() == "connection" && $0.1.lowercased().contains("close")
             }
-            return send(status: status, headers: fields, body: content, range: 0..<content.count, isHead: isHead,
-                        plan: plan, keepAlive: keepAlive && !scriptedClose)
+            return send(
+                status: status, headers: fields, body: content, range: 0..<content.count, isHead: isHead,
+                plan: plan, keepAlive: keepAlive && !scriptedClose)
         case .redirect(let status, let location):
             let fields = [("Location", location), ("Content-Length", "0")]
-            return send(status: status, headers: fields, body: nil, range: 0..<0, isHead: isHead, plan: plan,
-                        keepAlive: keepAlive)
+            return send(
+                status: status, headers: fields, body: nil, range: 0..<0, isHead: isHead, plan: plan,
+                keepAlive: keepAlive)
         case nil:
             break
         }
         guard request.method == "GET" || isHead else {
             let fields = [("Allow", "GET, HEAD"), ("Content-Length", "0")]
-            return send(status: 405, headers: fields, body: nil, range: 0..<0, isHead: isHead, plan: plan,
-                        keepAlive: keepAlive)
+            return send(
+                status: 405, headers: fields, body: nil, range: 0..<0, isHead: isHead, plan: plan,
+                keepAlive: keepAlive)
         }
         switch core.resolve(request) {
         case .api(let status, let body):
             let content = MockContent(bytes: body)
             let fields = [("Content-Type", MockITunesAPI.contentType), ("Content-Length", String(body.count))]
-            return send(status: status, headers: fields, body: content, range: 0..<content.count, isHead: isHead,
-                        plan: plan, keepAlive: keepAlive)
+            return send(
+                status: status, headers: fields, body: content, range: 0..<content.count, isHead: isHead,
+                plan: plan, keepAlive: keepAlive)
         case .notFound:
             let content = MockContent(bytes: Array("Not Found\n".utf8))
             let fields = [("Content-Type", "text/plain; charset=utf-8"), ("Content-Length", String(content.count))]
-            return send(status: 404, headers: fields, body: content, range: 0..<content.count, isHead: isHead,
-                        plan: plan, keepAlive: keepAlive)
+            return send(
+                status: 404, headers: fields, body: content, range: 0..<content.count, isHead: isHead,
+                plan: plan, keepAlive: keepAlive)
         case .file(let file):
             return sendFile(file, request: request, plan: plan, keepAlive: keepAlive)
         }
@@ -241,8 +246,9 @@ final class MockConnection {
         if !plan.withoutETag { fields.append(("ETag", etag)) }
         fields.append(("Last-Modified", lastModified))
         if !plan.ignoreRange, let rangeHeader = request.headers["Range"],
-            Self.ifRangeHolds(request.headers["If-Range"], etag: plan.withoutETag ? nil : etag,
-                              lastModified: lastModified)
+            Self.ifRangeHolds(
+                request.headers["If-Range"], etag: plan.withoutETag ? nil : etag,
+                lastModified: lastModified)
         {
             switch MockByteRange.parse(rangeHeader, size: size) {
             case .ignored:
@@ -250,8 +256,9 @@ final class MockConnection {
             case .unsatisfiable:
                 fields.append(("Content-Range", "bytes */\(size)"))
                 fields.append(("Content-Length", "0"))
-                return send(status: 416, headers: fields, body: nil, range: 0..<0, isHead: isHead, plan: plan,
-                            keepAlive: keepAlive)
+                return send(
+                    status: 416, headers: fields, body: nil, range: 0..<0, isHead: isHead, plan: plan,
+                    keepAlive: keepAlive)
             case .satisfiable(let satisfied):
                 status = 206
                 range = satisfied
@@ -259,8 +266,9 @@ final class MockConnection {
             }
         }
         fields.append(("Content-Length", String(range.count)))
-        return send(status: status, headers: fields, body: file.content, range: range, isHead: isHead, plan: plan,
-                    keepAlive: keepAlive)
+        return send(
+            status: status, headers: fields, body: file.content, range: range, isHead: isHead, plan: plan,
+            keepAlive: keepAlive)
     }
 
     /// Whether a `Range` may be honoured: no `If-Range`, or one naming the current version. A weak ETag never
@@ -274,8 +282,9 @@ final class MockConnection {
     private func sendSimple(status: Int, text: String, keepAlive: Bool) -> Outcome {
         let content = MockContent(bytes: Array((text + "\n").utf8))
         let fields = [("Content-Type", "text/plain; charset=utf-8"), ("Content-Length", String(content.count))]
-        let outcome = send(status: status, headers: fields, body: content, range: 0..<content.count, isHead: false,
-                           plan: FaultPlan(nil), keepAlive: keepAlive)
+        let outcome = send(
+            status: status, headers: fields, body: content, range: 0..<content.count, isHead: false,
+            plan: FaultPlan(nil), keepAlive: keepAlive)
         return outcome == .close ? .closeAfterDraining : outcome
     }
 

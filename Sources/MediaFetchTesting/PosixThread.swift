@@ -28,11 +28,13 @@ enum PosixThread {
         if detached { pthread_attr_setdetachstate(&attributes, Int32(PTHREAD_CREATE_DETACHED)) }
         let box = Unmanaged.passRetained(Box(body)).toOpaque()
         var thread = pthread_t()
-        let result = pthread_create(&thread, &attributes, { argument in
-            guard let argument else { return nil }
-            Unmanaged<Box>.fromOpaque(argument).takeRetainedValue().body()
-            return nil
-        }, box)
+        let result = pthread_create(
+            &thread, &attributes,
+            { argument in
+                guard let argument else { return nil }
+                Unmanaged<Box>.fromOpaque(argument).takeRetainedValue().body()
+                return nil
+            }, box)
         guard result == 0 else {
             Unmanaged<Box>.fromOpaque(box).release()
             return nil

@@ -131,7 +131,7 @@ public final class ScriptedTransport: Transport {
         if Task.isCancelled { throw TransportError(.cancelled, url: request.url) }
         let response = try sendHandler(request)
         if response.body.count > request.maxBodyBytes {
-            throw TransportError(.bodyTooLarge(limit: request.maxBodyBytes), url: request.url)
+            throw TransportError(.bodyTooLarge(limit: Int64(request.maxBodyBytes)), url: request.url)
         }
         return response
     }

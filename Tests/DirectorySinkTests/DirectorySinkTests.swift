@@ -4,7 +4,7 @@ import MediaFetchCore
 import Testing
 
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 @Suite("DirectorySink")
@@ -179,10 +179,11 @@ struct DirectorySinkTests {
             runs.append(paths)
         }
         #expect(runs[0] == runs[1])
-        #expect(runs[0] == [
-            "Artist/Album/01 Same.m4a", "Artist/Album/01 same (2).m4a",
-            "Artist/Album/01 SAME (3).m4a", "Artist/Album/01 Other.m4a",
-        ])
+        #expect(
+            runs[0] == [
+                "Artist/Album/01 Same.m4a", "Artist/Album/01 same (2).m4a",
+                "Artist/Album/01 SAME (3).m4a", "Artist/Album/01 Other.m4a",
+            ])
     }
 
     @Test func concurrentStoresGiveTheSameTreeAsSequentialOnes() async throws {

@@ -3,7 +3,7 @@ import Foundation
 import MediaFetchCore
 
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// A scratch folder per test: `root` for the sink (not created, the sink must create it), `stage` for
@@ -35,8 +35,9 @@ struct Fixture: ~Copyable {
     func staged(_ bytes: Data, in folder: URL? = nil) throws -> StagedFile {
         let url = (folder ?? stage).appendingPathComponent(UUID().uuidString + ".download")
         try bytes.write(to: url)
-        return StagedFile(url: url, size: Int64(bytes.count), sha256: SHA256.hex(of: bytes),
-                          sourceURL: URL(fileURLWithPath: "/dev/null"))
+        return StagedFile(
+            url: url, size: Int64(bytes.count), sha256: SHA256.hex(of: bytes),
+            sourceURL: URL(fileURLWithPath: "/dev/null"))
     }
 
     func url(_ relative: String, under base: URL? = nil) -> URL {

@@ -20,7 +20,8 @@ struct ITunesSourceTests {
         let transport = FoundationTransport()
         defer { Task { await transport.shutdown() } }
         let collected = Mutex(Collected())
-        let context = SourceContext(transport: transport, notice: { text in collected.withLock { $0.notices.append(text) } })
+        let context = SourceContext(
+            transport: transport, notice: { text in collected.withLock { $0.notices.append(text) } })
         try await ITunesSource(configuration).run(context) { output in
             collected.withLock {
                 switch output {
@@ -33,17 +34,21 @@ struct ITunesSourceTests {
         return collected.withLock { $0 }
     }
 
-    static func search(_ server: MockCatalogServer, _ term: String, maxItems: Int = 50, pageSize: Int? = nil,
-                       parameters: [(String, String)] = []) -> ITunesSource.Configuration
-    {
-        .init(endpoint: server.baseURL, query: .search(term: term), parameters: parameters,
-              pageSize: pageSize ?? min(maxItems, 200), maxItems: maxItems, requestsPerMinute: 0,
-              throttleRetries: 2, throttleBackoff: .milliseconds(10))
+    static func search(
+        _ server: MockCatalogServer, _ term: String, maxItems: Int = 50, pageSize: Int? = nil,
+        parameters: [(String, String)] = []
+    ) -> ITunesSource.Configuration {
+        .init(
+            endpoint: server.baseURL, query: .search(term: term), parameters: parameters,
+            pageSize: pageSize ?? min(maxItems, 200), maxItems: maxItems, requestsPerMinute: 0,
+            throttleRetries: 2, throttleBackoff: .milliseconds(10))
     }
 
     /// Each character that needs care arrives at the server as the term that was meant.
-    @Test(arguments: ["jack johnson", "AC+DC", "Simon & Garfunkel", "a=b", "#1 hits", "100% pure", "Beyoncé",
-                      "日本語", "tab\there", "semi;colon", "quote\"s", "plus + space"])
+    @Test(arguments: [
+        "jack johnson", "AC+DC", "Simon & Garfunkel", "a=b", "#1 hits", "100% pure", "Beyoncé",
+        "日本語", "tab\there", "semi;colon", "quote\"s", "plus + space",
+    ])
     func aTermReachesTheServerIntact(term: String) async throws {
         let server = try MockCatalogServer()
         _ = try await Self.collect(Self.search(server, term))
@@ -102,7 +107,8 @@ struct ITunesSourceTests {
         let record = song.jsonRecord(baseURL: server.baseURL)
         let body = Array("{\"resultCount\":3,\"results\":[\(record),\(record),\(record)]}".utf8)
         server.setFaultHook { request in
-            request.path == "/search" ? .respond(status: 200, headers: [("Content-Type", "text/javascript")], body: body) : nil
+            request.path == "/search"
+                ? .respond(status: 200, headers: [("Content-Type", "text/javascript")], body: body) : nil
         }
         let result = try await Self.collect(Self.search(server, "x", maxItems: 10, pageSize: 3))
         #expect(result.items.count == 1)
@@ -153,7 +159,8 @@ struct ITunesSourceTests {
     @Test func aBodyThatIsNotJSONIsQuotedInTheError() async throws {
         let server = try MockCatalogServer()
         server.setFaultHook { _ in
-            .respond(status: 200, headers: [("Content-Type", "text/html")], body: Array("<html>maintenance</html>".utf8))
+            .respond(
+                status: 200, headers: [("Content-Type", "text/html")], body: Array("<html>maintenance</html>".utf8))
         }
         let error = await #expect(throws: SourceError.self) {
             _ = try await Self.collect(Self.search(server, "love"))

@@ -18,7 +18,8 @@ struct CLITests {
         defer { try? FileManager.default.removeItem(at: scratch) }
         let output = scratch.appendingPathComponent("out")
         let outcome = try CommandRunner.run([
-            "demo", "--set", "sink.path=\(output.path)", "--set", "state=\(scratch.appendingPathComponent("state").path)",
+            "demo", "--set", "sink.path=\(output.path)", "--set",
+            "state=\(scratch.appendingPathComponent("state").path)",
         ])
         #expect(outcome.status == 0, "\(outcome.stderr)")
         #expect(outcome.stdout.contains("the files are in \(output.path)"))
@@ -111,8 +112,10 @@ struct CLITests {
     }
 
     @Test func searchPrintsATable() throws {
-        let outcome = try CommandRunner.run(["search", "love", "--limit", "5", "--endpoint",
-                                             Self.server.baseURL.absoluteString])
+        let outcome = try CommandRunner.run([
+            "search", "love", "--limit", "5", "--endpoint",
+            Self.server.baseURL.absoluteString,
+        ])
         #expect(outcome.status == 0, "\(outcome.stderr)")
         let lines = outcome.stdout.split(separator: "\n")
         #expect(lines.count == 6)
@@ -139,14 +142,16 @@ struct CLITests {
 
     /// The README's config reference is generated; this keeps the copy in the README current.
     @Test func theReadmeReferenceMatchesTheRegistry() throws {
-        let readme = try String(contentsOf: CommandRunner.packageRoot.appendingPathComponent("README.md"), encoding: .utf8)
+        let readme = try String(
+            contentsOf: CommandRunner.packageRoot.appendingPathComponent("README.md"), encoding: .utf8)
         let begin = "<!-- BEGIN PLUGIN REFERENCE -->\n"
         let end = "<!-- END PLUGIN REFERENCE -->"
         let start = try #require(readme.range(of: begin))
         let stop = try #require(readme.range(of: end))
         let section = String(readme[start.upperBound..<stop.lowerBound])
-        #expect(section == PluginDocs.markdown(BundledPlugins.registry),
-                "regenerate it: swift run mediafetch plugins --markdown, between the markers in README.md")
+        #expect(
+            section == PluginDocs.markdown(BundledPlugins.registry),
+            "regenerate it: swift run mediafetch plugins --markdown, between the markers in README.md")
     }
 }
 
@@ -172,7 +177,9 @@ struct InterruptTests {
         func stalledDownloads() -> Int {
             let names = (try? FileManager.default.contentsOfDirectory(atPath: staging.path)) ?? []
             return names.filter { name in
-                let size = (try? FileManager.default.attributesOfItem(atPath: staging.appendingPathComponent(name).path))?[.size]
+                let size =
+                    (try? FileManager.default.attributesOfItem(atPath: staging.appendingPathComponent(name).path))?[
+                        .size]
                 return (size as? NSNumber)?.int64Value == 50_000
             }.count
         }

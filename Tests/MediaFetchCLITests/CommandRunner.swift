@@ -62,13 +62,17 @@ struct CommandRunner {
         }
     }
 
-    static func start(_ arguments: [String], in directory: URL = packageRoot, environment: [String: String] = [:])
+    static func start(
+        _ arguments: [String], in directory: URL = packageRoot, environment: [String: String] = [:]
+    )
         throws -> Child
     {
         try Child(arguments, in: directory, environment: environment)
     }
 
-    static func run(_ arguments: [String], in directory: URL = packageRoot, environment: [String: String] = [:])
+    static func run(
+        _ arguments: [String], in directory: URL = packageRoot, environment: [String: String] = [:]
+    )
         throws -> Outcome
     {
         try start(arguments, in: directory, environment: environment).wait()

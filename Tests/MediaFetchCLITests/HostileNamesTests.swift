@@ -23,7 +23,8 @@ struct HostileNamesTests {
 
     @Test func hostileMetadataNeverEscapesTheRoot() throws {
         let songs = Self.hostile.enumerated().map { index, names in
-            MockSong(trackId: 7_000 + index, artistName: names.artist, collectionName: "Hostile", trackName: names.title)
+            MockSong(
+                trackId: 7_000 + index, artistName: names.artist, collectionName: "Hostile", trackName: names.title)
         }
         let server = try MockCatalogServer(catalog: MockCatalog(songs: songs))
         let scratch = try CommandRunner.temporaryDirectory()

@@ -57,15 +57,18 @@ struct ConfigErrorTests {
         #expect(error.key == "sinks")
         #expect(
             error.message
-                == #"unknown top-level key "sinks" (did you mean "sink"?); allowed: source, transport, sink, state"#)
+                == #"unknown top-level key "sinks" (did you mean "sink"?); "#
+                + "allowed: source, transport, sink, download, state")
     }
 
     @Test(arguments: [
         ("limit: abc", 10, #"expected integer 1..200, got "abc""#),
         ("limit: 1.5", 10, #"expected integer 1..200, got "1.5""#),
         ("limit: 0x10", 10, #"expected integer 1..200, got "0x10""#),
-        ("limit: 99999999999999999999", 10,
-            #"expected integer 1..200, got "99999999999999999999", which is too large"#),
+        (
+            "limit: 99999999999999999999", 10,
+            #"expected integer 1..200, got "99999999999999999999", which is too large"#
+        ),
         ("limit: 500", 10, "limit 500 is out of range 1..200"),
         ("limit: -1", 10, "limit -1 is out of range 1..200"),
         ("limit: [1]", 10, "expected integer 1..200, got a sequence"),
@@ -78,11 +81,15 @@ struct ConfigErrorTests {
         ("delay: 99999999999h", 10, #"duration "99999999999h" is too long; at most 1000000000 seconds"#),
         ("countries: {a: b}", 14, "expected list of strings, got a mapping"),
         ("term: {a: b}", 9, "expected string, got a mapping"),
-        ("endpoint: ftp://example.com/x", 13,
+        (
+            "endpoint: ftp://example.com/x", 13,
             #"expected an absolute http or https URL with a host, got "ftp://example.com/x"; "#
-                + "only http and https are allowed"),
-        ("endpoint: example.com", 13,
-            #"expected an absolute http or https URL with a host, got "example.com"; only http and https are allowed"#),
+                + "only http and https are allowed"
+        ),
+        (
+            "endpoint: example.com", 13,
+            #"expected an absolute http or https URL with a host, got "example.com"; only http and https are allowed"#
+        ),
     ])
     func badValuesPointAtTheValue(line: String, column: Int, message: String) throws {
         let key = String(line.prefix { $0 != ":" })

@@ -18,9 +18,11 @@ struct ScriptedTransportTests {
 
     @Test("send answers from the closure and is recorded")
     func send() async throws {
-        let transport = ScriptedTransport(maxConcurrentTransfers: 3, send: { request in
-            HTTPResponse(status: 200, headers: ["X": "1"], url: request.url, body: Data("ok".utf8))
-        })
+        let transport = ScriptedTransport(
+            maxConcurrentTransfers: 3,
+            send: { request in
+                HTTPResponse(status: 200, headers: ["X": "1"], url: request.url, body: Data("ok".utf8))
+            })
         let response = try await transport.send(HTTPRequest(url: url("https://example.com/a")))
         #expect(response.status == 200)
         #expect(String(decoding: response.body, as: UTF8.self) == "ok")

@@ -1,10 +1,11 @@
 import Foundation
-#if canImport(FoundationNetworking)
-import FoundationNetworking
-#endif
 import MediaFetchCore
 import MediaFetchTesting
 import Testing
+
+#if canImport(FoundationNetworking)
+    import FoundationNetworking
+#endif
 
 @Suite("GET /search")
 struct SearchEndpointTests {

@@ -33,14 +33,16 @@ struct ResumeTests {
         var previewRequests: [MockRequest] { server.requests.filter { $0.path == song.previewPath } }
 
         func pipeline(ledger: Ledger, refetch: Bool = false) throws -> Pipeline {
-            let source = ITunesSource(.init(
-                endpoint: server.baseURL, query: .lookup(key: "id", ids: [String(song.trackId)]), pageSize: 10,
-                maxItems: 10, requestsPerMinute: 0))
+            let source = ITunesSource(
+                .init(
+                    endpoint: server.baseURL, query: .lookup(key: "id", ids: [String(song.trackId)]), pageSize: 10,
+                    maxItems: 10, requestsPerMinute: 0))
             return Pipeline(
                 source: source, transport: FoundationTransport(),
                 sink: DirectorySink(root: output, layout: try LayoutTemplate("{title}.{ext}")),
-                options: .init(concurrency: 2, stagingDirectory: Pipeline.stagingDirectory(state: state),
-                               sourceName: "itunes", ledger: ledger, refetch: refetch))
+                options: .init(
+                    concurrency: 2, stagingDirectory: Pipeline.stagingDirectory(state: state),
+                    sourceName: "itunes", ledger: ledger, refetch: refetch))
         }
 
         /// Runs once to completion.
@@ -136,13 +138,15 @@ struct ResumeTests {
     @Test func a416OnACompleteFileIsRecognisedAsComplete() async throws {
         let setup = try Setup()
         // A complete staging file whose size the ledger never learned (killed after the last byte).
-        try FileManager.default.createDirectory(at: Pipeline.stagingDirectory(state: setup.state),
-                                                withIntermediateDirectories: true)
+        try FileManager.default.createDirectory(
+            at: Pipeline.stagingDirectory(state: setup.state),
+            withIntermediateDirectories: true)
         try Data(setup.bytes).write(to: setup.stagingFile)
         let ledger = try Ledger(directory: setup.state)
         ledger.begin(setup.key, title: setup.song.trackName, url: setup.server.previewURL(for: setup.song))
-        ledger.responded(setup.key, validator: Validator(etag: setup.server.etag(path: setup.song.previewPath)),
-                         expectedBytes: nil)
+        ledger.responded(
+            setup.key, validator: Validator(etag: setup.server.etag(path: setup.song.previewPath)),
+            expectedBytes: nil)
         try ledger.flush()
 
         let summary = try await setup.run()

@@ -77,8 +77,11 @@ struct TransportContractTests {
         #expect(!result.restarted)
         #expect(result.validator?.etag == Self.server.etag(path: song.path))
         #expect(try Self.bytes(file) == song.bytes)
-        #expect(reports.withLock { $0.last } == DownloadProgress(received: Int64(song.bytes.count),
-                                                                   expected: Int64(song.bytes.count)))
+        #expect(
+            reports.withLock { $0.last }
+                == DownloadProgress(
+                    received: Int64(song.bytes.count),
+                    expected: Int64(song.bytes.count)))
         await transport.shutdown()
     }
 
@@ -159,13 +162,16 @@ struct TransportContractTests {
         defer { Self.server.setFaultHook(nil) }
 
         let result = try await transport.download(
-            DownloadRequest(url: Self.server.url(path: "/moved.m4a"), destination: file)) { _ in }
+            DownloadRequest(url: Self.server.url(path: "/moved.m4a"), destination: file)
+        ) { _ in }
         #expect(result.url.path == song.path)
         #expect(try Self.bytes(file) == song.bytes)
 
         for path in ["/to-file.m4a", "/to-ftp.m4a"] {
             let error = await #expect(throws: TransportError.self, "\(path)") {
-                _ = try await transport.download(DownloadRequest(url: Self.server.url(path: path), destination: file)) { _ in }
+                _ = try await transport.download(DownloadRequest(url: Self.server.url(path: path), destination: file)) {
+                    _ in
+                }
             }
             guard case .unsupportedScheme = error?.code else {
                 Issue.record("\(kind) \(path): expected a refused scheme, got \(String(describing: error))")
@@ -173,7 +179,9 @@ struct TransportContractTests {
             }
         }
         let loop = await #expect(throws: TransportError.self) {
-            _ = try await transport.download(DownloadRequest(url: Self.server.url(path: "/loop.m4a"), destination: file)) { _ in }
+            _ = try await transport.download(
+                DownloadRequest(url: Self.server.url(path: "/loop.m4a"), destination: file)
+            ) { _ in }
         }
         guard case .tooManyRedirects = loop?.code else {
             Issue.record("\(kind): a redirect loop gave \(String(describing: loop))")

@@ -2,7 +2,7 @@ import Foundation
 
 /// Checks a parsed (and overridden) config tree against the registry's plugins and builds the ``PipelineSpec``.
 struct ConfigValidator {
-    static let topLevelKeys = ["source", "transport", "sink", "state"]
+    static let topLevelKeys = ["source", "transport", "sink", "download", "state"]
 
     var registry: PluginRegistry
     /// The config path as the user gave it.
@@ -42,9 +42,13 @@ struct ConfigValidator {
         } else {
             state = converter.configDirectory.appendingPathComponent(".mediafetch").standardizedFileURL.path
         }
+        let download = try sectionOptions(
+            "download", pairs: try mappingPairs(sections["download"], key: "download"),
+            specs: DownloadPolicy.options, owner: "the download section",
+            sectionLocation: sections["download"]?.key.location, root: root)
         return PipelineSpec(
             configPath: path, source: source, transport: transport, sink: sink,
-            stateDirectory: URL(fileURLWithPath: state, isDirectory: true))
+            stateDirectory: URL(fileURLWithPath: state, isDirectory: true), download: download)
     }
 
     /// A minimal config, for messages about an empty or sourceless file.
@@ -107,34 +111,57 @@ struct ConfigValidator {
                 at: root.location, key: kind.rawValue)
         }
 
+        let options = try sectionOptions(
+            kind.rawValue, pairs: optionPairs, specs: info.options,
+            owner: "\(kind) \(ConfigText.quote(info.name))", extraKeys: ["use"], sectionLocation: sectionLocation,
+            root: root)
+        return PluginSelection(
+            kind: kind, name: info.name, options: options, location: useNode?.location ?? sectionLocation)
+    }
+
+    /// The pairs of a section that must be a mapping (or left empty).
+    private func mappingPairs(_ section: YAMLNode.Pair?, key: String) throws(ConfigError) -> [YAMLNode.Pair] {
+        guard let section else { return [] }
+        switch section.value.content {
+        case .mapping(let pairs): return pairs
+        case .scalar where section.value.isNull: return []
+        default:
+            throw ConfigError("expected a mapping, got \(section.value.summary)", at: section.value.location, key: key)
+        }
+    }
+
+    /// Checks and converts a section's keys against `specs`, and fills in defaults.
+    /// - Parameters:
+    ///   - owner: how messages name whose keys these are: `source "itunes"`, `the download section`.
+    ///   - extraKeys: keys handled elsewhere that are allowed too (`use`).
+    private func sectionOptions(
+        _ name: String, pairs: [YAMLNode.Pair], specs: [OptionSpec], owner: String, extraKeys: [String] = [],
+        sectionLocation: SourceLocation?, root: YAMLNode
+    ) throws(ConfigError) -> PluginOptions {
         var values: [String: OptionValue] = [:]
         var locations: [String: SourceLocation] = [:]
-        let allowed = ["use"] + info.options.map(\.key)
-        for pair in optionPairs {
+        let allowed = extraKeys + specs.map(\.key)
+        for pair in pairs {
             let key = pair.keyText
-            guard let spec = info.option(key) else {
+            guard let spec = specs.first(where: { $0.key == key }) else {
                 throw ConfigError(
-                    "unknown key \(ConfigText.quote(key)) for \(kind) \(ConfigText.quote(info.name))"
+                    "unknown key \(ConfigText.quote(key)) for \(owner)"
                         + ConfigText.suggestion(for: key, in: allowed) + "; allowed: \(ConfigText.list(allowed))",
-                    at: pair.key.location, key: "\(kind).\(key)")
+                    at: pair.key.location, key: "\(name).\(key)")
             }
-            values[key] = try converter.convert(pair.value, as: spec.type, key: "\(kind).\(key)")
+            values[key] = try converter.convert(pair.value, as: spec.type, key: "\(name).\(key)")
             locations[key] = pair.key.location
         }
-        for spec in info.options where values[spec.key] == nil {
+        for spec in specs where values[spec.key] == nil {
             if let value = spec.defaultValue {
                 values[spec.key] = resolvedDefault(value)
             } else if spec.required {
                 throw ConfigError(
-                    "missing required key \(ConfigText.quote(spec.key)) for \(kind) \(ConfigText.quote(info.name))"
-                        + " (\(spec.type): \(spec.doc))",
-                    at: sectionLocation ?? root.location, key: "\(kind).\(spec.key)")
+                    "missing required key \(ConfigText.quote(spec.key)) for \(owner) (\(spec.type): \(spec.doc))",
+                    at: sectionLocation ?? root.location, key: "\(name).\(spec.key)")
             }
         }
-        let options = PluginOptions(
-            section: kind.rawValue, sectionLocation: sectionLocation, values: values, locations: locations)
-        return PluginSelection(
-            kind: kind, name: info.name, options: options, location: useNode?.location ?? sectionLocation)
+        return PluginOptions(section: name, sectionLocation: sectionLocation, values: values, locations: locations)
     }
 
     /// A default path is relative to the config, like one written in it, so that factories only see absolute paths.

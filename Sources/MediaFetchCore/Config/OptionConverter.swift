@@ -53,7 +53,35 @@ struct OptionConverter: Sendable {
             return .path(try path(node, key: key))
         case .url:
             return .url(try url(node, key: key))
+        case .byteSize:
+            return .integer(try byteSize(node, key: key))
         }
+    }
+
+    private func byteSize(_ node: YAMLNode, key: String) throws(ConfigError) -> Int {
+        let text = try text(node, expected: OptionType.byteSize, key: key)
+        let trimmed = text.trimmingCharacters(in: .whitespaces)
+        let units: [(suffix: String, factor: Double)] = [
+            ("kib", 0x1p10), ("mib", 0x1p20), ("gib", 0x1p30), ("tib", 0x1p40),
+            ("kb", 1e3), ("mb", 1e6), ("gb", 1e9), ("tb", 1e12), ("b", 1),
+        ]
+        var number = Substring(trimmed.lowercased())
+        var factor = 1.0
+        for unit in units where number.hasSuffix(unit.suffix) {
+            number = number.dropLast(unit.suffix.count)
+            factor = unit.factor
+            break
+        }
+        number = Substring(number.trimmingCharacters(in: .whitespaces))
+        let isNumber =
+            number.unicodeScalars.contains { ("0"..."9").contains($0) }
+            && number.unicodeScalars.allSatisfy { ("0"..."9").contains($0) || $0 == "." }
+            && number.filter { $0 == "." }.count <= 1
+        guard isNumber, let value = Double(number), value * factor <= Double(Int64.max / 2) else {
+            throw ConfigError(
+                "expected \(OptionType.byteSize), got \(ConfigText.quote(text))", at: node.location, key: key)
+        }
+        return Int((value * factor).rounded())
     }
 
     /// A scalar's interpolated text.

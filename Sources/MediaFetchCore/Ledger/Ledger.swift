@@ -75,8 +75,9 @@ public final class Ledger: Sendable {
     static func migrate(_ database: SQLiteDatabase) throws {
         let version = try database.userVersion
         guard version <= migrations.count else {
-            throw LedgerError("the ledger \(database.path) has schema version \(version), newer than this build "
-                + "knows (\(migrations.count)); use a newer mediafetch, or `mediafetch clean --all` to start over")
+            throw LedgerError(
+                "the ledger \(database.path) has schema version \(version), newer than this build "
+                    + "knows (\(migrations.count)); use a newer mediafetch, or `mediafetch clean --all` to start over")
         }
         for (index, sql) in migrations.enumerated().dropFirst(version) {
             try database.transaction {
@@ -146,7 +147,9 @@ public final class Ledger: Sendable {
     // MARK: Writing (queued)
 
     /// A download of `key` is about to start.
-    public func begin(_ key: LedgerKey, title: String, url: URL) { enqueue(.begin(key, title: title, url: url.absoluteString)) }
+    public func begin(_ key: LedgerKey, title: String, url: URL) {
+        enqueue(.begin(key, title: title, url: url.absoluteString))
+    }
 
     /// The server answered: what to resume against, and how big the whole file is.
     public func responded(_ key: LedgerKey, validator: Validator?, expectedBytes: Int64?) {
@@ -210,36 +213,50 @@ public final class Ledger: Sendable {
             for write in writes {
                 switch write {
                 case .begin(let key, let title, let url):
-                    try database.prepare("""
+                    try database.prepare(
+                        """
                         INSERT INTO items (source, item_id, asset, title, url, status, attempts, updated_at)
                         VALUES (?, ?, ?, ?, ?, 'pending', 1, ?)
                         ON CONFLICT (source, item_id, asset) DO UPDATE SET
                             title = excluded.title, url = excluded.url, attempts = attempts + 1,
                             status = CASE WHEN status = 'stored' THEN 'pending' ELSE status END,
                             updated_at = excluded.updated_at
-                        """).run(key.values + [.text(title), .text(url), .real(now)])
+                        """
+                    ).run(key.values + [.text(title), .text(url), .real(now)])
                 case .responded(let key, let validator, let expected):
-                    try database.prepare("""
+                    try database.prepare(
+                        """
                         UPDATE items SET etag = ?, last_modified = ?, expected_bytes = ?, status = 'partial',
                             updated_at = ? WHERE source = ? AND item_id = ? AND asset = ?
-                        """).run([.text(validator?.etag), .text(validator?.lastModified), .integer(expected), .real(now)]
+                        """
+                    ).run(
+                        [.text(validator?.etag), .text(validator?.lastModified), .integer(expected), .real(now)]
                             + key.values)
                 case .stored(let key, let record):
-                    try database.prepare("""
+                    try database.prepare(
+                        """
                         UPDATE items SET status = 'stored', location = ?, received_bytes = ?, expected_bytes = ?,
                             sha256 = ?, reason = NULL, updated_at = ? WHERE source = ? AND item_id = ? AND asset = ?
-                        """).run([.text(record.location), .integer(record.size), .integer(record.size),
-                                  .text(record.sha256), .real(now)] + key.values)
+                        """
+                    ).run(
+                        [
+                            .text(record.location), .integer(record.size), .integer(record.size),
+                            .text(record.sha256), .real(now),
+                        ] + key.values)
                 case .failed(let key, let reason, let received):
-                    try database.prepare("""
+                    try database.prepare(
+                        """
                         UPDATE items SET status = 'failed', reason = ?, received_bytes = ?, updated_at = ?
                         WHERE source = ? AND item_id = ? AND asset = ?
-                        """).run([.text(reason), .integer(received), .real(now)] + key.values)
+                        """
+                    ).run([.text(reason), .integer(received), .real(now)] + key.values)
                 case .paused(let key, let received):
-                    try database.prepare("""
+                    try database.prepare(
+                        """
                         UPDATE items SET status = 'partial', received_bytes = ?, updated_at = ?
                         WHERE source = ? AND item_id = ? AND asset = ? AND status != 'stored'
-                        """).run([.integer(received), .real(now)] + key.values)
+                        """
+                    ).run([.integer(received), .real(now)] + key.values)
                 }
             }
         }
