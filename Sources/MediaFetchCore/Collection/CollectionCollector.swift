@@ -55,8 +55,8 @@ public final class CollectionCollector: Sendable {
 
     /// Replaces the checksum of a kept file once the sink has read its bytes (an archive copying an
     /// entry hashes it on the way).
-    public func verified(_ plan: StoragePlan, sha256: String) {
-        state.withLock { $0.byPath[plan.relativePath]?.file?.sha256 = sha256 }
+    public func verified(path: String, sha256: String) {
+        state.withLock { $0.byPath[path]?.file?.sha256 = sha256 }
     }
 
     private func collect(_ plan: StoragePlan, size: Int64, sha256: String?, source: URL?) {
