@@ -62,6 +62,17 @@ struct ArchiveFixture: ~Copyable {
         return result
     }
 
+    /// Every entry's header, the data skipped (seeked over in an uncompressed archive).
+    func headers() throws -> [ArchiveReader.Entry] {
+        let descriptor = open(archive.path, O_RDONLY | O_CLOEXEC)
+        guard descriptor >= 0 else { throw ArchiveError("cannot open \(archive.path)") }
+        defer { close(descriptor) }
+        let reader = try ArchiveReader(descriptor: descriptor)
+        var result: [ArchiveReader.Entry] = []
+        while let entry = try reader.next() { result.append(entry) }
+        return result
+    }
+
     /// Entry name to bytes.
     func contents(_ url: URL? = nil) throws -> [String: Data] {
         Dictionary(try entries(url).map { ($0.entry.name, $0.data) }, uniquingKeysWith: { first, _ in first })
