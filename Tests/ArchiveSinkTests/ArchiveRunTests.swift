@@ -169,7 +169,9 @@ struct ArchiveRunTests {
     }
 
     /// A 1 GiB entry streams through with flat memory. The staged file is sparse (no disk or memory to
-    /// make it); the bound is 64 MiB of peak growth, where holding the file would add 1 GiB.
+    /// make it). Run alone, peak resident memory grows by about 3 MiB (measured 2.8-3.1 MiB); the bound is
+    /// 256 MiB because VmHWM is per process and other suites run in parallel in it (seen: up to 67 MiB).
+    /// Holding the file, or a compressor buffering the stream, would add about 1 GiB.
     @Test func oneGibibyteEntryWithFlatMemory() async throws {
         let fixture = try ArchiveFixture()
         let size: Int64 = 1 << 30
@@ -189,7 +191,7 @@ struct ArchiveRunTests {
         try await sink.finish()
 
         let after = try #require(Self.peakResidentKiB())
-        #expect(after - before < 64 * 1024, "peak memory grew by \(after - before) KiB")
+        #expect(after - before < 256 * 1024, "peak memory grew by \(after - before) KiB")
         let entries = try fixture.headers()
         #expect(entries.map(\.name) == [plan.relativePath])
         #expect(entries.first?.size == size)
