@@ -52,7 +52,7 @@ extension ArchiveSink {
                     doc: "Each entry's modification time: the item's release date (the download time when it has "
                         + "none), or the download time."
                 ),
-            ] + CollectionOptions.specs
+            ] + CollectionOptions.specs()
         ),
         make: { options, _ in ArchiveSink(configuration: try ArchiveSinkConfiguration(options: options)) }
     )
