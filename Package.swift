@@ -49,18 +49,26 @@ let package = Package(
             pkgConfig: "sqlite3",
             providers: [.apt(["libsqlite3-dev"])]
         ),
+        .systemLibrary(
+            name: "CArchive",
+            path: "Sources/CArchive",
+            pkgConfig: "libarchive",
+            providers: [.apt(["libarchive-dev"])]
+        ),
         .target(name: "MediaFetchCore", dependencies: ["CYAML", "CCrypto", "CSQLite"], swiftSettings: strict),
         plugin("ITunesSource"),
         plugin("URLListSource"),
         plugin("FoundationTransport"),
         plugin("CurlTransport", dependencies: ["CCurl"]),
         plugin("DirectorySink"),
+        plugin("ArchiveSink", dependencies: ["CArchive"]),
         .target(name: "MediaFetchTesting", dependencies: ["MediaFetchCore"], swiftSettings: strict),
         .target(
             name: "MediaFetchCLI",
             dependencies: [
                 "MediaFetchCore", "MediaFetchTesting",
                 "ITunesSource", "URLListSource", "FoundationTransport", "CurlTransport", "DirectorySink",
+                "ArchiveSink",
             ],
             swiftSettings: strict
         ),
@@ -94,6 +102,11 @@ let package = Package(
         .testTarget(
             name: "DirectorySinkTests",
             dependencies: ["DirectorySink", "MediaFetchCore"],
+            swiftSettings: strict
+        ),
+        .testTarget(
+            name: "ArchiveSinkTests",
+            dependencies: ["ArchiveSink", "MediaFetchCore", "MediaFetchTesting"],
             swiftSettings: strict
         ),
         .testTarget(

@@ -12,7 +12,12 @@ import Synchronization
 /// * A store returns the path relative to ``root`` (`Artist/Album/01 Title.m4a`), the same string as the
 ///   plan's ``StoragePlan/relativePath``: stable if the user moves the folder.
 public final class DirectorySink: Sink {
-    /// `directory`: options `path` and `layout`.
+    /// The collection defaults of this sink: previews only, no manifest or playlist unless asked for, so a
+    /// tree made before those existed stays as it was.
+    public static let collectionDefaults = CollectionOptions(writesManifest: false, writesPlaylist: false)
+
+    /// `directory`: options `path` and `layout`, and the collection options `assets`, `artwork-size`,
+    /// `manifest`, `playlist`.
     public static let descriptor = SinkDescriptor(
         info: PluginInfo(
             kind: .sink,
@@ -36,7 +41,7 @@ public final class DirectorySink: Sink {
                         + "braces. A folder whose fields are all missing is left out; clashing names get "
                         + "\" (2)\", \" (3)\" in the order items are found."
                 ),
-            ]
+            ] + CollectionOptions.specs(defaults: collectionDefaults)
         ),
         make: { options, _ in try DirectorySink(options: options) }
     )
@@ -44,15 +49,20 @@ public final class DirectorySink: Sink {
     /// The folder everything is stored under.
     public let root: URL
     public let layout: LayoutTemplate
+    public let collection: CollectionOptions
+    private let collector: CollectionCollector
     /// Plan-order state; plan calls come one at a time, but the sink must be `Sendable` and `store` runs
     /// on other tasks, so the reserver lives behind a lock rather than in an actor hop.
     private let reserver: Mutex<NameReserver>
 
     /// A sink storing under `root` (resolved against the current directory when relative).
-    public init(root: URL, layout: LayoutTemplate) {
+    public init(root: URL, layout: LayoutTemplate, collection: CollectionOptions = DirectorySink.collectionDefaults) {
         self.root = root.standardizedFileURL
         self.layout = layout
-        self.reserver = Mutex(NameReserver())
+        self.collection = collection
+        self.collector = CollectionCollector(options: collection)
+        // The collection's own file names are taken even when not written, so no item ever changes name.
+        self.reserver = Mutex(NameReserver.reservingCollectionFiles())
     }
 
     /// The factory: reads `path` and `layout` from validated options.
@@ -69,14 +79,25 @@ public final class DirectorySink: Sink {
         // options value built in code) falls back to the current directory.
         let path = options.path("path") ?? options.string("path") ?? "downloads"
         guard !path.isEmpty else { throw options.error("path", "the folder path is empty") }
-        self.init(root: URL(fileURLWithPath: path, isDirectory: true), layout: layout)
+        self.init(
+            root: URL(fileURLWithPath: path, isDirectory: true), layout: layout,
+            collection: try CollectionOptions(options: options, defaults: Self.collectionDefaults)
+        )
+    }
+
+    public var assets: [AssetKind] { collection.assets }
+
+    public func url(for asset: AssetKind, of item: MediaItem) -> URL? {
+        collection.url(for: asset, of: item)
     }
 
     /// Renders the layout and reserves a unique name; deterministic in call order.
     public func plan(_ item: MediaItem, asset: AssetKind) async throws -> StoragePlan {
         let wanted = layout.render(item, asset: asset)
         let path = reserver.withLock { $0.reserve(wanted) }.joined(separator: "/")
-        return StoragePlan(item: item.ref, asset: asset, relativePath: path)
+        let plan = StoragePlan(item: item.ref, asset: asset, relativePath: path)
+        collector.planned(item, as: plan, from: url(for: asset, of: item))
+        return plan
     }
 
     /// Moves `file` to `plan.relativePath` under ``root`` atomically.
@@ -85,6 +106,7 @@ public final class DirectorySink: Sink {
     ///   temporary file is left.
     public func store(_ file: StagedFile, as plan: StoragePlan) async throws -> String {
         try SafePlacement(root: root, relativePath: plan.relativePath, item: plan.item).place(file.url)
+        collector.stored(plan, file: file)
         return plan.relativePath
     }
 
@@ -94,7 +116,28 @@ public final class DirectorySink: Sink {
         guard record.location == plan.relativePath else { return false }
         var info = stat()
         let path = root.appendingPathComponent(plan.relativePath).path
-        guard lstat(path, &info) == 0, info.st_mode & S_IFMT == S_IFREG else { return false }
-        return Int64(info.st_size) == record.size
+        guard lstat(path, &info) == 0, info.st_mode & S_IFMT == S_IFREG, Int64(info.st_size) == record.size
+        else { return false }
+        collector.kept(plan, record: record)
+        return true
+    }
+
+    /// Writes the collection's own files (manifest, playlist) into ``root``, each atomically and by the same
+    /// safe placement as a stored file. Nothing when both are off.
+    /// - Throws: ``SinkError`` naming the file that could not be written.
+    public func finish() async throws {
+        let files = try collector.files()
+        for (name, data) in files {
+            let staged = FileManager.default.temporaryDirectory
+                .appendingPathComponent(".mediafetch-\(UUID().uuidString.lowercased()).\(name)")
+            do {
+                try data.write(to: staged)
+            } catch {
+                throw SinkError("cannot write \(name) for \(root.path): \(error.localizedDescription)")
+            }
+            defer { try? FileManager.default.removeItem(at: staged) }
+            try SafePlacement(root: root, relativePath: name, item: ItemRef(id: name, title: "the collection"))
+                .place(staged)
+        }
     }
 }
