@@ -19,7 +19,9 @@ public enum ArchiveCompression: String, Sendable, Hashable, CaseIterable {
     }
 
     /// Adds the filter, at `level` when given, to a write handle.
-    func configure(_ handle: OpaquePointer, level: Int?, check: (Int32, String) throws(ArchiveError) -> Void)
+    func configure(
+        _ handle: OpaquePointer, level: Int?, check: (Int32, String) throws(ArchiveError) -> Void
+    )
         throws(ArchiveError)
     {
         switch self {

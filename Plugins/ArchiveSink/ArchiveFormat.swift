@@ -14,7 +14,9 @@ public enum ArchiveFormat: String, Sendable, Hashable, CaseIterable {
     case zip
 
     /// Selects the format and its options on a write handle.
-    func configure(_ handle: OpaquePointer, check: (Int32, String) throws(ArchiveError) -> Void)
+    func configure(
+        _ handle: OpaquePointer, check: (Int32, String) throws(ArchiveError) -> Void
+    )
         throws(ArchiveError)
     {
         switch self {

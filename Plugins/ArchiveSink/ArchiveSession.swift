@@ -2,7 +2,7 @@ import Foundation
 import MediaFetchCore
 
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// Everything one run does to its archive, in one place that only the owner thread touches: the temporary
@@ -65,7 +65,8 @@ final class ArchiveSession {
         }
         let writer = try openWriter()
         do throws(ArchiveError) {
-            try writer.writeEntry(name: name, size: file.size, modified: Self.seconds(modified)) { write throws(ArchiveError) in
+            try writer.writeEntry(name: name, size: file.size, modified: Self.seconds(modified)) {
+                write throws(ArchiveError) in
                 while true {
                     let count = read(source, buffer.baseAddress, buffer.count)
                     if count < 0 {
@@ -108,7 +109,8 @@ final class ArchiveSession {
                     hashes[entry.name] == nil, !written.contains(entry.name)
                 else { continue }
                 var hasher = SHA256()
-                try writer.writeEntry(name: entry.name, size: size, modified: entry.modified) { write throws(ArchiveError) in
+                try writer.writeEntry(name: entry.name, size: size, modified: entry.modified) {
+                    write throws(ArchiveError) in
                     try reader.readData(into: buffer) { chunk throws(ArchiveError) in
                         hasher.update(chunk)
                         try write(chunk)

@@ -43,7 +43,8 @@ public struct ArchiveSinkConfiguration: Sendable {
         }
         let compressionName = options.string("compression") ?? ArchiveCompression.none.rawValue
         guard let compression = ArchiveCompression(rawValue: compressionName) else {
-            throw options.error("compression", "unknown compression \"\(compressionName)\"; known: none, gzip, zstd, xz")
+            throw options.error(
+                "compression", "unknown compression \"\(compressionName)\"; known: none, gzip, zstd, xz")
         }
         if format == .zip && compression != .none {
             throw options.error(

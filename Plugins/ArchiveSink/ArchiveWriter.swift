@@ -11,7 +11,9 @@ final class ArchiveWriter {
     private let entry: OpaquePointer
 
     /// Sets up `format` with `compression` at `level` and opens the stream on `descriptor`.
-    init(format: ArchiveFormat, compression: ArchiveCompression, level: Int?, descriptor: Int32)
+    init(
+        format: ArchiveFormat, compression: ArchiveCompression, level: Int?, descriptor: Int32
+    )
         throws(ArchiveError)
     {
         guard let handle = archive_write_new() else { throw ArchiveError("libarchive could not allocate a writer") }

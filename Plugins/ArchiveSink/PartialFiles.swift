@@ -1,7 +1,7 @@
 import Foundation
 
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// The temporary names an archive is written under, `<path>.partial-<pid>-<n>`, and the clean-up of those a

@@ -1,7 +1,7 @@
 import Foundation
 
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// The archive an earlier run left at the sink's path, opened once: an index of its regular entries, and

@@ -1,5 +1,5 @@
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// Runs libarchive calls under a UTF-8 `LC_CTYPE` on the calling thread only.

@@ -1,7 +1,8 @@
-@testable import ArchiveSink
 import Foundation
 import MediaFetchCore
 import Testing
+
+@testable import ArchiveSink
 
 /// Names, collection extras and configuration.
 @Suite("ArchiveSink collection")
@@ -45,14 +46,15 @@ struct ArchiveCollectionTests {
         #expect(checked == 4)
 
         let playlist = String(decoding: try #require(contents[CollectionOptions.playlistName]), as: UTF8.self)
-        #expect(playlist == """
-            #EXTM3U
-            #EXTINF:205,Artist - One
-            Artist/Album/01 One.m4a
-            #EXTINF:205,Bad  Artist - #2 Hit EXTINF
-            Bad Artist/Album/01 #2 Hit EXTINF.m4a
+        #expect(
+            playlist == """
+                #EXTM3U
+                #EXTINF:205,Artist - One
+                Artist/Album/01 One.m4a
+                #EXTINF:205,Bad  Artist - #2 Hit EXTINF
+                Bad Artist/Album/01 #2 Hit EXTINF.m4a
 
-            """)
+                """)
     }
 
     @Test func aCarriedEntryIsInTheManifestWithItsChecksum() async throws {
@@ -64,7 +66,8 @@ struct ArchiveCollectionTests {
 
         let second = try fixture.sink()
         let again = try await second.plan(song("1", title: "Kept"), asset: .preview)
-        #expect(try await second.keep(again, stored: StoredRecord(location: again.relativePath, size: 4096, sha256: nil)))
+        #expect(
+            try await second.keep(again, stored: StoredRecord(location: again.relativePath, size: 4096, sha256: nil)))
         try await second.finish()
         let contents = try fixture.contents()
         let manifest = String(decoding: try #require(contents[CollectionOptions.manifestName]), as: UTF8.self)
@@ -93,8 +96,9 @@ struct ArchiveCollectionTests {
         #expect(names.count == items.count + 2)
         for name in names {
             #expect(!name.hasPrefix("/"))
-            #expect(!name.split(separator: "/", omittingEmptySubsequences: false)
-                .contains { $0.isEmpty || $0 == "." || $0 == ".." })
+            #expect(
+                !name.split(separator: "/", omittingEmptySubsequences: false)
+                    .contains { $0.isEmpty || $0 == "." || $0 == ".." })
         }
         for tool in ["tar", "bsdtar"] {
             let tree = try fixture.extract(with: tool)
@@ -143,10 +147,11 @@ struct ArchiveCollectionTests {
                 #expect(error.key == key)
             }
         }
-        let zstd = try ArchiveSinkConfiguration(options: options([
-            "compression": .string("zstd"), "level": .integer(19), "mtime": .string("download-time"),
-            "artwork-size": .integer(1200), "manifest": .bool(false),
-        ]))
+        let zstd = try ArchiveSinkConfiguration(
+            options: options([
+                "compression": .string("zstd"), "level": .integer(19), "mtime": .string("download-time"),
+                "artwork-size": .integer(1200), "manifest": .bool(false),
+            ]))
         #expect(zstd.compression == .zstd && zstd.level == 19 && zstd.entryTime == .downloadTime)
         #expect(zstd.collection.artworkSize == 1200 && !zstd.collection.writesManifest)
         #expect(ArchiveSink.descriptor.info.name == "tar")

@@ -1,9 +1,10 @@
-@testable import ArchiveSink
 import Foundation
 import MediaFetchCore
 
+@testable import ArchiveSink
+
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// A scratch folder per test: `archive` is the sink's path (its folder not created: the sink must),
@@ -31,18 +32,20 @@ struct ArchiveFixture: ~Copyable {
         entryTime: ArchiveEntryTime = .releaseDate,
         collection: CollectionOptions = CollectionOptions()
     ) throws -> ArchiveSink {
-        ArchiveSink(configuration: ArchiveSinkConfiguration(
-            path: archive, format: format, compression: compression, layout: try LayoutTemplate(layout),
-            entryTime: entryTime, collection: collection
-        ))
+        ArchiveSink(
+            configuration: ArchiveSinkConfiguration(
+                path: archive, format: format, compression: compression, layout: try LayoutTemplate(layout),
+                entryTime: entryTime, collection: collection
+            ))
     }
 
     /// A downloaded file with `bytes`, as the pipeline would hand it over.
     func staged(_ bytes: Data, from source: String = "https://audio.example/x.m4a") throws -> StagedFile {
         let url = stage.appendingPathComponent(UUID().uuidString + ".download")
         try bytes.write(to: url)
-        return StagedFile(url: url, size: Int64(bytes.count), sha256: SHA256.hex(of: bytes),
-                          sourceURL: URL(string: source) ?? url, downloadedAt: Date(timeIntervalSince1970: 1_700_000_000))
+        return StagedFile(
+            url: url, size: Int64(bytes.count), sha256: SHA256.hex(of: bytes),
+            sourceURL: URL(string: source) ?? url, downloadedAt: Date(timeIntervalSince1970: 1_700_000_000))
     }
 
     /// Every entry of `url` in archive order, read back through libarchive: header and bytes.

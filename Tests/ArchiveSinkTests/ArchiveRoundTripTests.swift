@@ -1,7 +1,8 @@
-@testable import ArchiveSink
 import Foundation
 import MediaFetchCore
 import Testing
+
+@testable import ArchiveSink
 
 /// Every format and filter written by the sink and read back by libarchive, GNU tar and bsdtar, with names
 /// outside ASCII.
@@ -34,8 +35,10 @@ struct ArchiveRoundTripTests {
         try await sink.finish()
 
         let entries = try fixture.entries()
-        let files = entries.filter { $0.entry.name != CollectionOptions.manifestName
-            && $0.entry.name != CollectionOptions.playlistName }
+        let files = entries.filter {
+            $0.entry.name != CollectionOptions.manifestName
+                && $0.entry.name != CollectionOptions.playlistName
+        }
         #expect(Dictionary(uniqueKeysWithValues: files.map { ($0.entry.name, $0.data) }) == expected)
         #expect(expected.keys.contains("Björk/Homogenic/01 Jóga.m4a"))
         #expect(expected.keys.contains("坂本龍一/Merry Christmas Mr. Lawrence/01 戦場のメリークリスマス.m4a"))
@@ -46,7 +49,8 @@ struct ArchiveRoundTripTests {
             // The release date (2001-09-09) in whole seconds.
             #expect(entry.modified == 1_000_000_000)
         }
-        #expect(entries.suffix(2).map(\.entry.name) == [CollectionOptions.manifestName, CollectionOptions.playlistName])
+        #expect(
+            entries.suffix(2).map(\.entry.name) == [CollectionOptions.manifestName, CollectionOptions.playlistName])
         #expect(try fixture.leftovers().isEmpty)
 
         let bsdtar = try fixture.extract(with: "bsdtar")
@@ -61,8 +65,11 @@ struct ArchiveRoundTripTests {
 
     @Test func entryTimeCanBeTheDownloadTime() async throws {
         let fixture = try ArchiveFixture()
-        let sink = try fixture.sink(entryTime: .downloadTime, collection: CollectionOptions(writesManifest: false,
-                                                                                          writesPlaylist: false))
+        let sink = try fixture.sink(
+            entryTime: .downloadTime,
+            collection: CollectionOptions(
+                writesManifest: false,
+                writesPlaylist: false))
         let plan = try await sink.plan(song("1", title: "A"), asset: .preview)
         _ = try await sink.store(try fixture.staged(bytes(1)), as: plan)
         let undated = try await sink.plan(song("2", title: "B", released: nil), asset: .preview)
@@ -74,8 +81,9 @@ struct ArchiveRoundTripTests {
     @Test func emptyCollectionIsAValidEmptyArchive() async throws {
         for compression in [ArchiveCompression.none, .zstd] {
             let fixture = try ArchiveFixture()
-            let sink = try fixture.sink(compression: compression,
-                                        collection: CollectionOptions(writesManifest: false, writesPlaylist: false))
+            let sink = try fixture.sink(
+                compression: compression,
+                collection: CollectionOptions(writesManifest: false, writesPlaylist: false))
             try await sink.finish()
             #expect(try fixture.entries().isEmpty)
             #expect(try fixture.extract(with: "tar").isEmpty)

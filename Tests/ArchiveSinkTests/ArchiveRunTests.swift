@@ -1,10 +1,11 @@
-@testable import ArchiveSink
 import Foundation
 import MediaFetchCore
 import Testing
 
+@testable import ArchiveSink
+
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// Runs over time: interruption, kill, the ledger's keep, concurrency, size.
@@ -74,13 +75,25 @@ struct ArchiveRunTests {
         let sink = try fixture.sink()
         let plan = try await sink.plan(song("1", title: "Song 1"), asset: .preview)
         let record = try #require(first[1])
-        #expect(try await sink.keep(plan, stored: StoredRecord(location: record.location, size: record.size + 1,
-                                                               sha256: nil)) == false)
-        #expect(try await sink.keep(plan, stored: StoredRecord(location: "elsewhere.m4a", size: record.size,
-                                                               sha256: nil)) == false)
+        #expect(
+            try await sink.keep(
+                plan,
+                stored: StoredRecord(
+                    location: record.location, size: record.size + 1,
+                    sha256: nil)) == false)
+        #expect(
+            try await sink.keep(
+                plan,
+                stored: StoredRecord(
+                    location: "elsewhere.m4a", size: record.size,
+                    sha256: nil)) == false)
         let other = try await sink.plan(song("2", title: "Song 2"), asset: .preview)
-        #expect(try await sink.keep(other, stored: StoredRecord(location: other.relativePath, size: 3002,
-                                                                sha256: nil)) == false)
+        #expect(
+            try await sink.keep(
+                other,
+                stored: StoredRecord(
+                    location: other.relativePath, size: 3002,
+                    sha256: nil)) == false)
         try await sink.finish()
     }
 
@@ -139,7 +152,8 @@ struct ArchiveRunTests {
         let sink = try fixture.sink(compression: .zstd)
         var plans: [StoragePlan] = []
         for index in 0..<500 {
-            plans.append(try await sink.plan(song("\(index)", title: "Track \(index)", track: index % 20), asset: .preview))
+            plans.append(
+                try await sink.plan(song("\(index)", title: "Track \(index)", track: index % 20), asset: .preview))
         }
         try await withThrowingTaskGroup(of: Void.self) { group in
             for worker in 0..<16 {

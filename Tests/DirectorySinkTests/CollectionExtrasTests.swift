@@ -7,8 +7,9 @@ import Testing
 struct CollectionExtrasTests {
     @Test func manifestAndPlaylistAreWrittenAtFinishWhenAskedFor() async throws {
         let fixture = try Fixture()
-        let sink = DirectorySink(root: fixture.root, layout: try LayoutTemplate(LayoutTemplate.defaultLayout),
-                                 collection: CollectionOptions(assets: [.preview, .artwork]))
+        let sink = DirectorySink(
+            root: fixture.root, layout: try LayoutTemplate(LayoutTemplate.defaultLayout),
+            collection: CollectionOptions(assets: [.preview, .artwork]))
         var item = song("1", title: "Upside Down")
         item.artworkURL = URL(string: "https://art.example/a/100x100bb.jpg")
         item.durationMillis = 208_643
@@ -20,8 +21,11 @@ struct CollectionExtrasTests {
         try await sink.finish()
 
         let tree = try fixture.tree(fixture.root)
-        #expect(Set(tree.keys) == ["Artist/Album/01 Upside Down.m4a", "Artist/Album/01 Upside Down.jpg",
-                                   "manifest.json", "playlist.m3u8"])
+        #expect(
+            Set(tree.keys) == [
+                "Artist/Album/01 Upside Down.m4a", "Artist/Album/01 Upside Down.jpg",
+                "manifest.json", "playlist.m3u8",
+            ])
         let playlist = String(decoding: try #require(tree["playlist.m3u8"]), as: UTF8.self)
         #expect(playlist == "#EXTM3U\n#EXTINF:209,Artist - Upside Down\nArtist/Album/01 Upside Down.m4a\n")
         let manifestData = try #require(tree["manifest.json"])
@@ -47,8 +51,9 @@ struct CollectionExtrasTests {
 
     @Test func artworkWithoutAnExtensionInTheLayoutIsNumberedNotOverwritten() async throws {
         let fixture = try Fixture()
-        let sink = DirectorySink(root: fixture.root, layout: try LayoutTemplate("{artist}/{title}"),
-                                 collection: CollectionOptions(assets: [.preview, .artwork]))
+        let sink = DirectorySink(
+            root: fixture.root, layout: try LayoutTemplate("{artist}/{title}"),
+            collection: CollectionOptions(assets: [.preview, .artwork]))
         var item = song("1", title: "Song")
         item.artworkURL = URL(string: "https://art.example/a/100x100bb.jpg")
         let preview = try await sink.plan(item, asset: .preview)

@@ -44,7 +44,9 @@ public struct CollectionOptions: Sendable, Hashable {
     /// Reads the shared keys from a sink's validated options; missing keys take `defaults`.
     /// - Throws: ``ConfigError`` at `assets` for an unknown or repeated asset, or an empty list; at
     ///   `artwork-size` for a size out of range.
-    public init(options: PluginOptions, defaults: CollectionOptions = CollectionOptions())
+    public init(
+        options: PluginOptions, defaults: CollectionOptions = CollectionOptions()
+    )
         throws(ConfigError)
     {
         var assets: [AssetKind] = []

@@ -30,7 +30,8 @@ public enum CollectionPlaylist {
     static func oneLine(_ text: String) -> String {
         var result = String.UnicodeScalarView()
         for scalar in text.unicodeScalars {
-            let isControl = scalar.value < 0x20 || (0x7F...0x9F).contains(scalar.value)
+            let isControl =
+                scalar.value < 0x20 || (0x7F...0x9F).contains(scalar.value)
                 || scalar == "\u{2028}" || scalar == "\u{2029}"
             result.append(isControl ? " " : scalar)
         }
