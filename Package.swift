@@ -122,6 +122,14 @@ let package = Package(
             swiftSettings: strict
         ),
         .testTarget(
+            name: "FaultMatrixTests",
+            dependencies: [
+                "MediaFetchCore", "MediaFetchTesting", "ITunesSource", "FoundationTransport", "CurlTransport",
+                "DirectorySink", "ArchiveSink",
+            ],
+            swiftSettings: strict
+        ),
+        .testTarget(
             name: "MediaFetchCLITests",
             dependencies: ["MediaFetchCLI", "mediafetch", "MediaFetchCore", "MediaFetchTesting"],
             swiftSettings: strict

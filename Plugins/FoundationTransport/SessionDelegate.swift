@@ -223,9 +223,16 @@ final class SessionDelegate: NSObject, URLSessionDataDelegate, Sendable {
             }
         case .file(var transfer):
             let closeError = transfer.close()
-            if let failure = entry.failure ?? error.map({ Self.transportError($0, url: transfer.request.url) })
-                ?? closeError
+            var failure = entry.failure ?? error.map({ Self.transportError($0, url: transfer.request.url) })
+            // libcurl underneath reports a short body as a lost connection; what it is, is a truncated file.
+            if let known = failure, known.code != .cancelled, entry.failure == nil, let expected = transfer.expected,
+                transfer.written < expected
             {
+                failure = TransportError(
+                    .truncated(expected: transfer.base + expected, received: transfer.base + transfer.written),
+                    url: known.url, detail: known.detail)
+            }
+            if let failure = failure ?? closeError {
                 entry.continuation.resume(throwing: failure)
             } else {
                 entry.continuation.resume(with: transfer.result().map(TransferOutcome.file))
