@@ -225,7 +225,7 @@ final class SessionDelegate: NSObject, URLSessionDataDelegate, Sendable {
             let closeError = transfer.close()
             var failure = entry.failure ?? error.map({ Self.transportError($0, url: transfer.request.url) })
             // libcurl underneath reports a short body as a lost connection; what it is, is a truncated file.
-            if let known = failure, known.code != .cancelled, entry.failure == nil, let expected = transfer.expected,
+            if let known = failure, known.code == .other, entry.failure == nil, let expected = transfer.expected,
                 transfer.written < expected
             {
                 failure = TransportError(
