@@ -34,6 +34,11 @@ public enum PluginDocs {
                 text += "\n"
             }
         }
+        text += "download (optional section, any transport and sink): retries, limits, failure budget\n"
+        for option in DownloadPolicy.options {
+            text += "    \(option.key): \(option.type), default \(option.defaultDescription)\n"
+            text += "        \(option.doc)\n"
+        }
         return text
     }
 
@@ -53,6 +58,13 @@ public enum PluginDocs {
                 text += "\n"
             }
         }
-        return text
+        text += "### the `download` section (optional, any transport and sink)\n\n"
+        text += "Retries, limits and the failure budget, applied by the pipeline to every download.\n\n"
+        text += "| key | type | default | what it does |\n| --- | --- | --- | --- |\n"
+        for option in DownloadPolicy.options {
+            let doc = option.doc.replacingOccurrences(of: "|", with: "\\|")
+            text += "| `\(option.key)` | \(option.type) | \(option.defaultDescription) | \(doc) |\n"
+        }
+        return text + "\n"
     }
 }

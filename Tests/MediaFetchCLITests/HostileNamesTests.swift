@@ -19,6 +19,7 @@ struct HostileNamesTests {
         ("Same", "Title"),
         ("same", "title"),
         ("   ", ""),
+        ("Ten KB", String(repeating: "x", count: 10_240)),
     ]
 
     @Test func hostileMetadataNeverEscapesTheRoot() throws {
