@@ -98,8 +98,8 @@ public final class ArchiveSink: Sink {
         if Task.isCancelled {
             _ = try? await owner.perform { $0.abandon() }
             throw SinkError(
-                "the run was interrupted: the archive \(configuration.path.path) was left as it was; the next "
-                    + "run stores what this one had fetched"
+                "interrupted, so the archive \(configuration.path.path) was left as it was (an archive is "
+                    + "replaced only by a complete one); the next run fetches what this one did not keep"
             )
         }
         do {
