@@ -84,6 +84,32 @@ struct CommandRunner {
         return url
     }
 
+    /// The files of a tar archive, by path, read back with GNU tar; an archive tar cannot read fails the test.
+    /// Also checks that no name is in the archive twice.
+    static func extract(_ archive: URL, into scratch: URL) throws -> [String: Data] {
+        let list = Process()
+        list.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+        list.arguments = ["tar", "-tf", archive.path]
+        let names = scratch.appendingPathComponent("names.txt")
+        _ = FileManager.default.createFile(atPath: names.path, contents: nil)
+        list.standardOutput = try FileHandle(forWritingTo: names)
+        try list.run()
+        list.waitUntilExit()
+        #expect(list.terminationStatus == 0, "tar cannot list \(archive.path)")
+        let entries = String(decoding: try Data(contentsOf: names), as: UTF8.self).split(separator: "\n")
+        #expect(Set(entries).count == entries.count, "an entry is in the archive twice")
+
+        let folder = scratch.appendingPathComponent("extracted-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        let tar = Process()
+        tar.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+        tar.arguments = ["tar", "-xf", archive.path, "-C", folder.path]
+        try tar.run()
+        tar.waitUntilExit()
+        #expect(tar.terminationStatus == 0, "tar cannot extract \(archive.path)")
+        return try tree(folder)
+    }
+
     /// Every regular file under `root`, by relative path.
     static func tree(_ root: URL) throws -> [String: Data] {
         var files: [String: Data] = [:]

@@ -6,19 +6,20 @@ import Testing
 /// `kill -9` at random moments, then a re-run: every item stored exactly once with the right bytes,
 /// nothing stored re-downloaded, partial bytes reused, the ledger telling the truth.
 struct CrashTests {
-    @Test func killedRunsLeaveNothingARerunCannotFinish() throws {
+    @Test(arguments: ["directory", "tar"])
+    func killedRunsLeaveNothingARerunCannotFinish(sink: String) throws {
         let server = try MockCatalogServer()
         let scratch = try CommandRunner.temporaryDirectory()
         defer { try? FileManager.default.removeItem(at: scratch) }
-        let output = scratch.appendingPathComponent("out")
+        let output = scratch.appendingPathComponent(sink == "tar" ? "out.tar" : "out")
         let state = scratch.appendingPathComponent("state")
         let count = 300
         let arguments = [
             "run", "config/demo.yaml", "--quiet",
             "--set", "source.endpoint=\(server.baseURL.absoluteString)",
             "--set", "source.term=a", "--set", "source.max-items=\(count)",
-            "--set", "sink.path=\(output.path)", "--set", "state=\(state.path)",
-        ]
+            "--set", "sink.use=\(sink)", "--set", "sink.path=\(output.path)", "--set", "state=\(state.path)",
+        ] + (sink == "tar" ? ["--set", "sink.manifest=false", "--set", "sink.playlist=false"] : [])
         // Kill moments drawn from a fixed seed, spread over a run's length, so the test is the same each time.
         var random = SplitMix64(seed: 9)
         for _ in 0..<8 {
@@ -38,8 +39,9 @@ struct CrashTests {
 
         let catalog = server.catalog
         let songs = catalog.search(term: "a").prefix(count)
-        let tree = try CommandRunner.tree(output)
+        let tree = try sink == "tar" ? CommandRunner.extract(output, into: scratch) : CommandRunner.tree(output)
         #expect(tree.count == count)
+        #expect(try FileManager.default.contentsOfDirectory(atPath: scratch.path).allSatisfy { !$0.contains(".partial-") })
         #expect(Set(tree.values) == Set(songs.map { Data(catalog.previewBytes(for: $0)) }))
         let entries = try Ledger(directory: state).entries()
         #expect(entries.count == count)
