@@ -108,7 +108,7 @@ public struct Pipeline: Sendable {
                 do {
                     try await source.run(context) { output in
                         // A run stopped by its failure budget asks the source for nothing more.
-                        if run.stopReason != nil { throw CancellationError() }
+                        if run.stopReason != nil { throw StopRequested() }
                         continuation.yield(output)
                     }
                     continuation.finish()
@@ -121,7 +121,7 @@ public struct Pipeline: Sendable {
             var running = 0
             var sourceFailure: (any Error)?
             do {
-                for try await output in outputs {
+                outputs: for try await output in outputs {
                     try Task.checkCancellation()
                     switch output {
                     case .skipped(let ref, let reason):
@@ -129,20 +129,22 @@ public struct Pipeline: Sendable {
                     case .failed(let ref, let url, let reason):
                         run.report(.failed(ref, url: url, reason: reason))
                     case .item(let item):
-                        if options.policy.maxFailures > 0,
-                            run.tally.withLock({ $0.failed }) >= options.policy.maxFailures
-                        {
-                            run.stop(
-                                "\(options.policy.maxFailures) items failed (the download section's max-failures); "
-                                    + "no further items were started")
-                        }
-                        if run.stopReason != nil { break }
+                        if run.stopReason != nil { break outputs }
                         for job in try await plan(item, known: known, run) {
                             while running >= options.concurrency {
                                 if try await group.next() == true { running -= 1 }
                             }
-                            // A slot may free up because the run was cancelled: start nothing new then.
+                            // A slot may free up because the run was cancelled or went over its failure
+                            // budget: start nothing new then.
                             try Task.checkCancellation()
+                            if options.policy.maxFailures > 0,
+                                run.tally.withLock({ $0.failed }) >= options.policy.maxFailures
+                            {
+                                run.stop(
+                                    "\(options.policy.maxFailures) items failed (the download section's "
+                                        + "max-failures); no further items were started")
+                                break outputs
+                            }
                             running += 1
                             group.addTask {
                                 await self.download(job, run); return true
@@ -150,6 +152,8 @@ public struct Pipeline: Sendable {
                         }
                     }
                 }
+            } catch is StopRequested {
+                // The failure budget ended the source on purpose; that is not the source failing.
             } catch {
                 sourceFailure = error
             }
@@ -187,7 +191,8 @@ public struct Pipeline: Sendable {
                 continue
             }
             let entry = known[key]
-            if let record = entry?.storedRecord, try await sink.keep(plan, stored: record) {
+            // A sink that cannot tell whether it still has the file gets it fetched again.
+            if let record = entry?.storedRecord, (try? await sink.keep(plan, stored: record)) == true {
                 run.report(.alreadyStored(item.ref, asset: asset, location: record.location))
                 continue
             }
@@ -445,6 +450,9 @@ private final class AnswerBox: Sendable {
     func set(_ value: DownloadResponse) { head.withLock { $0 = value } }
     var value: DownloadResponse? { head.withLock { $0 } }
 }
+
+/// Thrown into the source when the failure budget stopped the run.
+private struct StopRequested: Error {}
 
 /// A problem the pipeline itself found with a download.
 public struct PipelineError: Error, Sendable, CustomStringConvertible {

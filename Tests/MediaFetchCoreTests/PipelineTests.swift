@@ -196,4 +196,19 @@ struct PipelineTests {
         #expect(sink.stored.withLock { $0.isEmpty })
         #expect(try FileManager.default.contentsOfDirectory(atPath: staging.path).isEmpty)
     }
+
+    @Test func theFailureBudgetStopsARunGoingWrong() async throws {
+        let everything = Set((1...40).map(String.init))
+        let transport = FakeTransport(concurrency: 2, failing: everything)
+        let summary = await Pipeline(
+            source: ListSource(outputs: Self.items(40)), transport: transport, sink: MemorySink(),
+            options: .init(concurrency: 2, stagingDirectory: Self.staging(), policy: DownloadPolicy(maxFailures: 3))
+        ).run()
+        #expect(summary.stopReason?.contains("max-failures") == true)
+        #expect(!summary.interrupted)
+        #expect(summary.sourceError == nil)
+        #expect(summary.exitCode == 1)
+        // The budget is checked before each new item, so at most the items in flight fail past it.
+        #expect((3...4).contains(summary.failed))
+    }
 }
