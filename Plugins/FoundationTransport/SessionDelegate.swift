@@ -306,7 +306,9 @@ extension FileTransfer {
             }
         }
         let handle = try FileHandle(forWritingTo: request.destination)
-        try handle.truncate(atOffset: UInt64(base))
+        // Cut only a file of the wrong size: ext4 flushes a file truncated to zero when it is closed
+        // (auto_da_alloc), which would make every fresh download wait on the disk.
+        if try handle.seekToEnd() != UInt64(base) { try handle.truncate(atOffset: UInt64(base)) }
         try handle.seek(toOffset: UInt64(base))
         self.handle = handle
     }
