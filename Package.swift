@@ -3,7 +3,7 @@ import PackageDescription
 
 /// The same strictness for every target: Swift 6 language mode comes with tools 6.0.
 let strict: [SwiftSetting] = [
-    .enableUpcomingFeature("ExistentialAny"),
+    .enableUpcomingFeature("ExistentialAny")
 ]
 
 /// A plugin is a library target under `Plugins/<Name>` that imports the core and no other plugin.
@@ -37,18 +37,38 @@ let package = Package(
             pkgConfig: "libcurl",
             providers: [.apt(["libcurl4-openssl-dev"])]
         ),
-        .target(name: "MediaFetchCore", dependencies: ["CYAML"], swiftSettings: strict),
+        .systemLibrary(
+            name: "CCrypto",
+            path: "Sources/CCrypto",
+            pkgConfig: "libcrypto",
+            providers: [.apt(["libssl-dev"])]
+        ),
+        .systemLibrary(
+            name: "CSQLite",
+            path: "Sources/CSQLite",
+            pkgConfig: "sqlite3",
+            providers: [.apt(["libsqlite3-dev"])]
+        ),
+        .systemLibrary(
+            name: "CArchive",
+            path: "Sources/CArchive",
+            pkgConfig: "libarchive",
+            providers: [.apt(["libarchive-dev"])]
+        ),
+        .target(name: "MediaFetchCore", dependencies: ["CYAML", "CCrypto", "CSQLite"], swiftSettings: strict),
         plugin("ITunesSource"),
         plugin("URLListSource"),
         plugin("FoundationTransport"),
         plugin("CurlTransport", dependencies: ["CCurl"]),
         plugin("DirectorySink"),
+        plugin("ArchiveSink", dependencies: ["CArchive"]),
         .target(name: "MediaFetchTesting", dependencies: ["MediaFetchCore"], swiftSettings: strict),
         .target(
             name: "MediaFetchCLI",
             dependencies: [
                 "MediaFetchCore", "MediaFetchTesting",
                 "ITunesSource", "URLListSource", "FoundationTransport", "CurlTransport", "DirectorySink",
+                "ArchiveSink",
             ],
             swiftSettings: strict
         ),
@@ -70,8 +90,8 @@ let package = Package(
             swiftSettings: strict
         ),
         .testTarget(
-            name: "FoundationTransportTests",
-            dependencies: ["FoundationTransport", "MediaFetchCore", "MediaFetchTesting"],
+            name: "TransportContractTests",
+            dependencies: ["FoundationTransport", "CurlTransport", "MediaFetchCore", "MediaFetchTesting"],
             swiftSettings: strict
         ),
         .testTarget(
@@ -85,8 +105,28 @@ let package = Package(
             swiftSettings: strict
         ),
         .testTarget(
+            name: "ArchiveSinkTests",
+            dependencies: ["ArchiveSink", "MediaFetchCore", "MediaFetchTesting"],
+            swiftSettings: strict
+        ),
+        .testTarget(
             name: "MediaFetchTestingTests",
             dependencies: ["MediaFetchTesting", "MediaFetchCore"],
+            swiftSettings: strict
+        ),
+        .testTarget(
+            name: "ResumeTests",
+            dependencies: [
+                "MediaFetchCore", "MediaFetchTesting", "ITunesSource", "FoundationTransport", "DirectorySink",
+            ],
+            swiftSettings: strict
+        ),
+        .testTarget(
+            name: "FaultMatrixTests",
+            dependencies: [
+                "MediaFetchCore", "MediaFetchTesting", "ITunesSource", "FoundationTransport", "CurlTransport",
+                "DirectorySink", "ArchiveSink",
+            ],
             swiftSettings: strict
         ),
         .testTarget(

@@ -1,1 +1,143 @@
+import Foundation
 import MediaFetchCore
+import Synchronization
+
+/// Stores files in a folder tree, named by a ``LayoutTemplate``: `downloads/Artist/Album/01 Title.m4a`.
+///
+/// * Names come from ``LayoutTemplate/render(_:asset:)`` (every component made safe by ``SafeName``) and are
+///   made unique by a ``NameReserver`` in plan order, so the same run gives the same tree at any concurrency.
+/// * ``store(_:as:)`` may run concurrently. It never writes outside ``root``: no symbolic link below the
+///   root is followed, and a link or file where a folder should be is reported, not removed. A file appears
+///   under its final name whole or not at all, replacing an older file of that name.
+/// * A store returns the path relative to ``root`` (`Artist/Album/01 Title.m4a`), the same string as the
+///   plan's ``StoragePlan/relativePath``: stable if the user moves the folder.
+public final class DirectorySink: Sink {
+    /// The collection defaults of this sink: previews only, no manifest or playlist unless asked for, so a
+    /// tree made before those existed stays as it was.
+    public static let collectionDefaults = CollectionOptions(writesManifest: false, writesPlaylist: false)
+
+    /// `directory`: options `path` and `layout`, and the collection options `assets`, `artwork-size`,
+    /// `manifest`, `playlist`.
+    public static let descriptor = SinkDescriptor(
+        info: PluginInfo(
+            kind: .sink,
+            name: "directory",
+            summary: "Stores files in a folder tree named by a layout such as {artist}/{album}/{title}.{ext}.",
+            options: [
+                OptionSpec(
+                    "path",
+                    .path,
+                    default: .path("downloads"),
+                    doc: "The folder files are stored in, created when missing. A relative path is relative to "
+                        + "the config file's folder. Symbolic links inside it are never followed."
+                ),
+                OptionSpec(
+                    "layout",
+                    .string,
+                    default: .string(LayoutTemplate.defaultLayout),
+                    doc: "Where each file goes below `path`; `/` separates folders. Placeholders: "
+                        + LayoutTemplate.placeholderList + ". Numbers take a zero-padded width, "
+                        + "{track-number:02}; {duration} reads 3m25s; dates are UTC; {{ and }} are literal "
+                        + "braces. A folder whose fields are all missing is left out; clashing names get "
+                        + "\" (2)\", \" (3)\" in the order items are found."
+                ),
+            ] + CollectionOptions.specs(defaults: collectionDefaults)
+        ),
+        make: { options, _ in try DirectorySink(options: options) }
+    )
+
+    /// The folder everything is stored under.
+    public let root: URL
+    public let layout: LayoutTemplate
+    public let collection: CollectionOptions
+    private let collector: CollectionCollector
+    /// Plan-order state; plan calls come one at a time, but the sink must be `Sendable` and `store` runs
+    /// on other tasks, so the reserver lives behind a lock rather than in an actor hop.
+    private let reserver: Mutex<NameReserver>
+
+    /// A sink storing under `root` (resolved against the current directory when relative).
+    public init(root: URL, layout: LayoutTemplate, collection: CollectionOptions = DirectorySink.collectionDefaults) {
+        self.root = root.standardizedFileURL
+        self.layout = layout
+        self.collection = collection
+        self.collector = CollectionCollector(options: collection)
+        // The collection's own file names are taken even when not written, so no item ever changes name.
+        self.reserver = Mutex(NameReserver.reservingCollectionFiles())
+    }
+
+    /// The factory: reads `path` and `layout` from validated options.
+    /// - Throws: ``ConfigError`` at the `layout` key for a bad layout, at `path` for an empty path.
+    public convenience init(options: PluginOptions) throws(ConfigError) {
+        let text = options.string("layout") ?? LayoutTemplate.defaultLayout
+        let layout: LayoutTemplate
+        do {
+            layout = try LayoutTemplate(text)
+        } catch {
+            throw options.error("layout", error.message)
+        }
+        // The config loader makes `.path` values absolute against the config file; a relative one (an
+        // options value built in code) falls back to the current directory.
+        let path = options.path("path") ?? options.string("path") ?? "downloads"
+        guard !path.isEmpty else { throw options.error("path", "the folder path is empty") }
+        self.init(
+            root: URL(fileURLWithPath: path, isDirectory: true), layout: layout,
+            collection: try CollectionOptions(options: options, defaults: Self.collectionDefaults)
+        )
+    }
+
+    public var assets: [AssetKind] { collection.assets }
+
+    public func url(for asset: AssetKind, of item: MediaItem) -> URL? {
+        collection.url(for: asset, of: item)
+    }
+
+    /// Renders the layout and reserves a unique name; deterministic in call order.
+    public func plan(_ item: MediaItem, asset: AssetKind) async throws -> StoragePlan {
+        let wanted = layout.render(item, asset: asset)
+        let path = reserver.withLock { $0.reserve(wanted) }.joined(separator: "/")
+        let plan = StoragePlan(item: item.ref, asset: asset, relativePath: path)
+        collector.planned(item, as: plan, from: url(for: asset, of: item))
+        return plan
+    }
+
+    /// Moves `file` to `plan.relativePath` under ``root`` atomically.
+    /// - Returns: `plan.relativePath`, the path relative to ``root``.
+    /// - Throws: ``SinkError`` naming the item and path; an older file of that name is then untouched and no
+    ///   temporary file is left.
+    public func store(_ file: StagedFile, as plan: StoragePlan) async throws -> String {
+        try SafePlacement(root: root, relativePath: plan.relativePath, item: plan.item).place(file.url)
+        collector.stored(plan, file: file)
+        return plan.relativePath
+    }
+
+    /// A file stored by an earlier run is kept when it is still where this run would put it, a regular
+    /// file of the recorded size; anything else (deleted, moved, edited, layout changed) is fetched again.
+    public func keep(_ plan: StoragePlan, stored record: StoredRecord) async throws -> Bool {
+        guard record.location == plan.relativePath else { return false }
+        var info = stat()
+        let path = root.appendingPathComponent(plan.relativePath).path
+        guard lstat(path, &info) == 0, info.st_mode & S_IFMT == S_IFREG, Int64(info.st_size) == record.size
+        else { return false }
+        collector.kept(plan, record: record)
+        return true
+    }
+
+    /// Writes the collection's own files (manifest, playlist) into ``root``, each atomically and by the same
+    /// safe placement as a stored file. Nothing when both are off.
+    /// - Throws: ``SinkError`` naming the file that could not be written.
+    public func finish() async throws {
+        let files = try collector.files()
+        for (name, data) in files {
+            let staged = FileManager.default.temporaryDirectory
+                .appendingPathComponent(".mediafetch-\(UUID().uuidString.lowercased()).\(name)")
+            do {
+                try data.write(to: staged)
+            } catch {
+                throw SinkError("cannot write \(name) for \(root.path): \(error.localizedDescription)")
+            }
+            defer { try? FileManager.default.removeItem(at: staged) }
+            try SafePlacement(root: root, relativePath: name, item: ItemRef(id: name, title: "the collection"))
+                .place(staged)
+        }
+    }
+}

@@ -9,14 +9,18 @@ extension FoundationTransport {
             summary: "HTTP through one URLSession (FoundationNetworking), streaming each download to disk",
             options: [
                 OptionSpec("concurrency", .integer(1...256), default: .integer(8), doc: "Downloads at once."),
-                OptionSpec("timeout", .duration, default: .duration(.seconds(300)),
+                OptionSpec(
+                    "timeout", .duration, default: .duration(.seconds(300)),
                     doc: "The most one transfer may take in all."),
-                OptionSpec("idle-timeout", .duration, default: .duration(.seconds(30)),
+                OptionSpec(
+                    "idle-timeout", .duration, default: .duration(.seconds(30)),
                     doc: "The most a transfer may wait for its next bytes."),
                 OptionSpec("headers", .stringMap, doc: "Extra request headers, sent with every request."),
-                OptionSpec("user-agent", .string, default: .string(defaultUserAgent),
+                OptionSpec(
+                    "user-agent", .string, default: .string(defaultUserAgent),
                     doc: "The User-Agent header; an honest one is the polite default."),
-                OptionSpec("max-redirects", .integer(0...50), default: .integer(10),
+                OptionSpec(
+                    "max-redirects", .integer(0...50), default: .integer(10),
                     doc: "Redirects followed at most; only to http and https."),
             ]
         ),

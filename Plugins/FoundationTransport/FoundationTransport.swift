@@ -117,11 +117,11 @@ public final class FoundationTransport: Transport {
             try await withCheckedThrowingContinuation { continuation in
                 delegate.register(task, state: state, continuation: continuation)
                 // Cancelled before the task was registered: onCancel found nothing to stop yet.
-                if Task.isCancelled { task.cancel() }
+                if Task.isCancelled { delegate.cancel(task) }
                 task.resume()
             }
         } onCancel: {
-            task.cancel()
+            delegate.cancel(task)
         }
     }
 }

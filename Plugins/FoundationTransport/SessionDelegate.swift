@@ -67,15 +67,39 @@ final class SessionDelegate: NSObject, URLSessionDataDelegate, Sendable {
         self.maxRedirects = maxRedirects
     }
 
-    func register(_ task: URLSessionTask, state: TransferState, continuation: CheckedContinuation<TransferOutcome, any Error>) {
+    func register(
+        _ task: URLSessionTask, state: TransferState, continuation: CheckedContinuation<TransferOutcome, any Error>
+    ) {
         entries.withLock { $0[task.taskIdentifier] = Entry(state: state, continuation: continuation) }
+    }
+
+    /// How long a cancelled task may take to report its end before it is ended here.
+    static let cancelGrace = DispatchTimeInterval.seconds(3)
+
+    /// Cancels a task on behalf of a cancelled Swift task. FoundationNetworking has been seen (a
+    /// SIGINT while transfers were being set up) never to report a cancelled task's end, which
+    /// would leave the caller waiting forever; so if no end is reported within ``cancelGrace``, the
+    /// transfer is ended here.
+    func cancel(_ task: URLSessionTask) {
+        task.cancel()
+        let identifier = task.taskIdentifier
+        DispatchQueue.global().asyncAfter(deadline: .now() + Self.cancelGrace) { [weak self] in
+            guard let entry = self?.entries.withLock({ $0.removeValue(forKey: identifier) }) else { return }
+            if case .file(var transfer) = entry.state { _ = transfer.close() }
+            entry.continuation.resume(throwing: TransportError(.cancelled, url: task.originalRequest?.url))
+        }
+    }
+
+    /// Records why a task must stop; the first reason wins.
+    private func record(_ task: URLSessionTask, _ error: TransportError) {
+        entries.withLock { entries in
+            if entries[task.taskIdentifier]?.failure == nil { entries[task.taskIdentifier]?.failure = error }
+        }
     }
 
     /// Records why a task must stop, and stops it.
     private func fail(_ task: URLSessionTask, _ error: TransportError) {
-        entries.withLock { entries in
-            if entries[task.taskIdentifier]?.failure == nil { entries[task.taskIdentifier]?.failure = error }
-        }
+        record(task, error)
         task.cancel()
     }
 
@@ -90,11 +114,19 @@ final class SessionDelegate: NSObject, URLSessionDataDelegate, Sendable {
             entries[task.taskIdentifier]?.redirects += 1
             return entries[task.taskIdentifier]?.redirects ?? 0
         }
-        if let target = request.url, let error = TransportError.checkScheme(target) {
-            fail(task, TransportError(error.code, url: target, detail: "redirected from \(response.url?.absoluteString ?? "?")"))
+        // Refusing a redirect hands the 3xx on as the final response, where didReceive(response:) stops
+        // the task; cancelling here instead makes FoundationNetworking trap on the pending completion.
+        // FoundationNetworking turns `Location: file:///x` into a URL on the same http host, so the
+        // header itself is checked: a redirect to another scheme is refused, not reinterpreted.
+        let location = response.value(forHTTPHeaderField: "Location")
+            .flatMap { URL(string: $0, relativeTo: response.url)?.absoluteURL }
+        let target = location ?? request.url
+        if let target, let error = TransportError.checkScheme(target) {
+            let from = response.url?.absoluteString ?? "?"
+            record(task, TransportError(error.code, url: target, detail: "redirected from \(from)"))
             completionHandler(nil)
         } else if redirects > maxRedirects {
-            fail(task, TransportError(.tooManyRedirects(maxRedirects), url: task.originalRequest?.url))
+            record(task, TransportError(.tooManyRedirects(maxRedirects), url: task.originalRequest?.url))
             completionHandler(nil)
         } else {
             completionHandler(request)
@@ -113,13 +145,14 @@ final class SessionDelegate: NSObject, URLSessionDataDelegate, Sendable {
             return
         }
         let problem: TransportError? = entries.withLock { entries in
-            guard var entry = entries[dataTask.taskIdentifier], entry.failure == nil else { return nil }
+            guard var entry = entries[dataTask.taskIdentifier] else { return nil }
+            if let failure = entry.failure { return failure }
             defer { entries[dataTask.taskIdentifier] = entry }
             switch entry.state {
             case .buffered(var transfer):
                 transfer.response = http
                 if http.expectedContentLength > Int64(transfer.limit) {
-                    return TransportError(.bodyTooLarge(limit: transfer.limit), url: http.url)
+                    return TransportError(.bodyTooLarge(limit: Int64(transfer.limit)), url: http.url)
                 }
                 entry.state = .buffered(transfer)
                 return nil
@@ -150,13 +183,16 @@ final class SessionDelegate: NSObject, URLSessionDataDelegate, Sendable {
             switch entry.state {
             case .buffered(var transfer):
                 guard transfer.body.count + data.count <= transfer.limit else {
-                    return TransportError(.bodyTooLarge(limit: transfer.limit), url: dataTask.currentRequest?.url)
+                    return TransportError(
+                        .bodyTooLarge(limit: Int64(transfer.limit)), url: dataTask.currentRequest?.url)
                 }
                 transfer.body.append(data)
                 entry.state = .buffered(transfer)
             case .file(var transfer):
                 do {
                     try transfer.write(data)
+                } catch let error as TransportError {
+                    return error
                 } catch {
                     return TransportError(.fileError, url: transfer.request.destination, detail: "\(error)")
                 }
@@ -176,17 +212,27 @@ final class SessionDelegate: NSObject, URLSessionDataDelegate, Sendable {
             } else if let response = transfer.response, let url = response.url ?? task.originalRequest?.url {
                 entry.continuation.resume(
                     returning: .buffered(
-                        HTTPResponse(status: response.statusCode, headers: Self.headers(response), url: url,
-                                     body: transfer.body)))
+                        HTTPResponse(
+                            status: response.statusCode, headers: Self.headers(response), url: url,
+                            body: transfer.body)))
             } else {
-                entry.continuation.resume(throwing: TransportError(.other, url: task.originalRequest?.url,
-                                                                   detail: "no response"))
+                entry.continuation.resume(
+                    throwing: TransportError(
+                        .other, url: task.originalRequest?.url,
+                        detail: "no response"))
             }
         case .file(var transfer):
             let closeError = transfer.close()
-            if let failure = entry.failure ?? error.map({ Self.transportError($0, url: transfer.request.url) })
-                ?? closeError
+            var failure = entry.failure ?? error.map({ Self.transportError($0, url: transfer.request.url) })
+            // libcurl underneath reports a short body as a lost connection; what it is, is a truncated file.
+            if let known = failure, known.code == .other, entry.failure == nil, let expected = transfer.expected,
+                transfer.written < expected
             {
+                failure = TransportError(
+                    .truncated(expected: transfer.base + expected, received: transfer.base + transfer.written),
+                    url: known.url, detail: known.detail)
+            }
+            if let failure = failure ?? closeError {
                 entry.continuation.resume(throwing: failure)
             } else {
                 entry.continuation.resume(with: transfer.result().map(TransferOutcome.file))
@@ -226,21 +272,33 @@ extension FileTransfer {
         self.response = response
         let url = response.url ?? request.url
         let length = response.expectedContentLength >= 0 ? response.expectedContentLength : nil
+        let headers = SessionDelegate.headers(response)
+        var total = length
         switch response.statusCode {
         case 206 where request.resumeFrom > 0:
-            let range = response.value(forHTTPHeaderField: "Content-Range").flatMap(ContentRange.init)
+            let range = headers["Content-Range"].flatMap(ContentRange.init)
+            total = range?.total
             guard let range, range.start == request.resumeFrom else {
-                throw TransportError(.other, url: url, detail: "the server sent a range that does not start at "
-                    + "byte \(request.resumeFrom)")
+                throw TransportError(
+                    .other, url: url,
+                    detail: "the server sent a range that does not start at "
+                        + "byte \(request.resumeFrom)")
             }
             base = request.resumeFrom
         case 200:
             restarted = request.resumeFrom > 0
             base = 0
         default:
-            throw TransportError(.httpStatus(response.statusCode), url: url)
+            throw TransportError(.httpStatus(response.statusCode), url: url, headers: headers)
         }
         expected = length
+        if let limit = request.maxBytes, let total, total > limit {
+            throw TransportError(.bodyTooLarge(limit: limit), url: url)
+        }
+        request.onResponse?(
+            DownloadResponse(
+                status: response.statusCode, validator: Validator(headers: headers),
+                expectedSize: total, restarts: restarted))
         let path = request.destination.path
         if !FileManager.default.fileExists(atPath: path) {
             guard FileManager.default.createFile(atPath: path, contents: nil) else {
@@ -255,6 +313,9 @@ extension FileTransfer {
 
     mutating func write(_ data: Data) throws {
         guard let handle else { return }
+        if let limit = request.maxBytes, base + written + Int64(data.count) > limit {
+            throw TransportError(.bodyTooLarge(limit: limit), url: request.url)
+        }
         try handle.write(contentsOf: data)
         written += Int64(data.count)
         let now = ContinuousClock.now
@@ -285,27 +346,8 @@ extension FileTransfer {
         progress(DownloadProgress(received: base + written, expected: expected.map { base + $0 }))
         let headers = SessionDelegate.headers(response)
         return .success(
-            DownloadResult(status: response.statusCode, headers: headers, url: url, bytesWritten: written,
-                           fileSize: base + written, validator: Validator(headers: headers), restarted: restarted))
-    }
-}
-
-/// `Content-Range: bytes START-END/TOTAL`.
-struct ContentRange {
-    var start: Int64
-    var end: Int64
-    var total: Int64?
-
-    init?(_ header: String) {
-        let trimmed = header.trimmingCharacters(in: .whitespaces)
-        guard trimmed.lowercased().hasPrefix("bytes ") else { return nil }
-        let parts = trimmed.dropFirst(6).split(separator: "/", maxSplits: 1)
-        let bounds = parts.first?.split(separator: "-", maxSplits: 1) ?? []
-        guard bounds.count == 2, let start = Int64(bounds[0]), let end = Int64(bounds[1]), start <= end else {
-            return nil
-        }
-        self.start = start
-        self.end = end
-        total = parts.count == 2 ? Int64(parts[1]) : nil
+            DownloadResult(
+                status: response.statusCode, headers: headers, url: url, bytesWritten: written,
+                fileSize: base + written, validator: Validator(headers: headers), restarted: restarted))
     }
 }

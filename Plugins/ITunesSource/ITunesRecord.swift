@@ -81,7 +81,8 @@ struct ITunesRecord: Decodable, Sendable {
             return .failure(.skipped("\(what) has no preview URL"))
         }
         guard let preview = URL(string: previewUrl), preview.isFetchable else {
-            return .failure(.failed("preview URL \"\(previewUrl)\" is not an http(s) URL", url: URL(string: previewUrl)))
+            return .failure(
+                .failed("preview URL \"\(previewUrl)\" is not an http(s) URL", url: URL(string: previewUrl)))
         }
         let title = trackName ?? collectionName ?? "untitled"
         return .success(

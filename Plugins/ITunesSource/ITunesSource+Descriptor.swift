@@ -2,7 +2,7 @@ import Foundation
 import MediaFetchCore
 
 extension ITunesSource {
-    static let mediaTypes = [
+    public static let mediaTypes = [
         "music", "movie", "podcast", "musicVideo", "audiobook", "shortFilm", "tvShow", "software", "ebook", "all",
     ]
     static let lookupKeys = ["id", "amgArtistId", "amgAlbumId", "upc", "isbn"]
@@ -14,31 +14,48 @@ extension ITunesSource {
             name: "itunes",
             summary: "Searches Apple's iTunes Search API (/search by term, /lookup by ids) for previews",
             options: [
-                OptionSpec("term", .string, doc: "What to search for; spaces and any character are encoded safely. "
-                    + "Give term or ids."),
-                OptionSpec("ids", .stringList, doc: "Look up these ids instead of searching (lookup-key says which kind)."),
-                OptionSpec("lookup-key", .choice(lookupKeys), default: .string("id"),
+                OptionSpec(
+                    "term", .string,
+                    doc: "What to search for; spaces and any character are encoded safely. "
+                        + "Give term or ids."),
+                OptionSpec(
+                    "ids", .stringList, doc: "Look up these ids instead of searching (lookup-key says which kind)."),
+                OptionSpec(
+                    "lookup-key", .choice(lookupKeys), default: .string("id"),
                     doc: "Which ids `ids` holds: iTunes ids, AMG artist or album ids, UPCs or ISBNs."),
                 OptionSpec("media", .choice(mediaTypes), default: .string("music"), doc: "The media type to search."),
-                OptionSpec("entity", .string, doc: "The result type, which depends on media (music: musicTrack, song, "
-                    + "album, musicArtist, musicVideo, mix); Apple's default when left out."),
-                OptionSpec("attribute", .string, doc: "The field the term is matched against (music: songTerm, "
-                    + "artistTerm, albumTerm, ...); all fields when left out."),
+                OptionSpec(
+                    "entity", .string,
+                    doc: "The result type, which depends on media (music: musicTrack, song, "
+                        + "album, musicArtist, musicVideo, mix); Apple's default when left out."),
+                OptionSpec(
+                    "attribute", .string,
+                    doc: "The field the term is matched against (music: songTerm, "
+                        + "artistTerm, albumTerm, ...); all fields when left out."),
                 OptionSpec("country", .string, default: .string("US"), doc: "ISO 3166 two-letter store country."),
-                OptionSpec("lang", .choice(["en_us", "ja_jp"]), doc: "Result language; Apple's default when left out."),
-                OptionSpec("explicit", .choice(["Yes", "No"]), doc: "Whether explicit content is included; Apple's "
-                    + "default (Yes) when left out."),
-                OptionSpec("limit", .integer(1...200), defaultText: "max-items, at most 200",
+                OptionSpec(
+                    "lang", .choice(["en_us", "ja_jp"]), doc: "Result language; Apple's default when left out."),
+                OptionSpec(
+                    "explicit", .choice(["Yes", "No"]),
+                    doc: "Whether explicit content is included; Apple's "
+                        + "default (Yes) when left out."),
+                OptionSpec(
+                    "limit", .integer(1...200), defaultText: "max-items, at most 200",
                     doc: "Results per API call (Apple allows 1..200)."),
-                OptionSpec("max-items", .integer(1...1_000_000), default: .integer(50),
+                OptionSpec(
+                    "max-items", .integer(1...1_000_000), default: .integer(50),
                     doc: "Items to fetch at most; searches page with offset past 200."),
-                OptionSpec("endpoint", .url, default: .url(URL(string: "https://itunes.apple.com")!),
+                OptionSpec(
+                    "endpoint", .url, default: .url(URL(string: "https://itunes.apple.com")!),
                     doc: "Base URL of the API: point it at a mirror, or at `mediafetch mock-server`."),
-                OptionSpec("requests-per-minute", .integer(0...1200), default: .integer(20),
+                OptionSpec(
+                    "requests-per-minute", .integer(0...1200), default: .integer(20),
                     doc: "API calls per minute at most (Apple allows about 20); 0 means unpaced."),
-                OptionSpec("throttle-retries", .integer(0...20), default: .integer(3),
+                OptionSpec(
+                    "throttle-retries", .integer(0...20), default: .integer(3),
                     doc: "How often a throttled API call (HTTP 403 or 429) is tried again."),
-                OptionSpec("throttle-backoff", .duration, default: .duration(.seconds(10)),
+                OptionSpec(
+                    "throttle-backoff", .duration, default: .duration(.seconds(10)),
                     doc: "The first wait after throttling; it doubles with each retry."),
             ]
         ),

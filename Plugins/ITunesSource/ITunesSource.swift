@@ -62,24 +62,19 @@ public struct ITunesSource: Source {
         var produced = 0
 
         /// Emits a page's records; answers how many new items it held.
-        func emitPage(_ records: [ITunesRecord]) async throws -> Int {
+        func emitPage(_ outputs: [SourceOutput]) async throws -> Int {
             var fresh = 0
-            for record in records {
+            for output in outputs {
                 guard produced < configuration.maxItems else { break }
-                switch record.mediaItem() {
-                case .success(let item):
+                if case .item(let item) = output {
                     guard seen.insert(item.id).inserted else {
                         try await emit(.skipped(item.ref, reason: "duplicate of an earlier result (same track id)"))
                         continue
                     }
                     produced += 1
                     fresh += 1
-                    try await emit(.item(item))
-                case .failure(.skipped(let reason)):
-                    try await emit(.skipped(record.ref, reason: reason))
-                case .failure(.failed(let reason, let url)):
-                    try await emit(.failed(record.ref, url: url, reason: reason))
                 }
+                try await emit(output)
             }
             return fresh
         }
@@ -91,11 +86,11 @@ public struct ITunesSource: Source {
                 var parameters = [("term", term)] + configuration.parameters
                 parameters.append(("limit", String(configuration.pageSize)))
                 if offset > 0 { parameters.append(("offset", String(offset))) }
-                let records = try await call("search", parameters, context)
-                let fresh = try await emitPage(records)
+                let page = try await call("search", parameters, context)
+                let fresh = try await emitPage(page)
                 // A short page is the last one; a page with nothing new would page forever.
-                if records.count < configuration.pageSize || fresh == 0 { break }
-                offset += records.count
+                if page.count < configuration.pageSize || fresh == 0 { break }
+                offset += page.count
             }
         case .lookup(let key, let ids):
             for start in stride(from: 0, to: ids.count, by: Self.lookupBatch) where produced < configuration.maxItems {
@@ -108,8 +103,10 @@ public struct ITunesSource: Source {
     }
 
     /// One paced API call, retried with backoff while the API throttles.
-    private func call(_ path: String, _ parameters: [(String, String)], _ context: SourceContext) async throws
-        -> [ITunesRecord]
+    private func call(
+        _ path: String, _ parameters: [(String, String)], _ context: SourceContext
+    ) async throws
+        -> [SourceOutput]
     {
         guard let url = ITunesQuery.url(endpoint: configuration.endpoint, path: path, parameters: parameters) else {
             throw SourceError("cannot build an API URL from endpoint \(configuration.endpoint.absoluteString)")
@@ -153,9 +150,19 @@ public struct ITunesSource: Source {
         }
     }
 
-    static func decode(_ response: HTTPResponse) throws -> [ITunesRecord] {
+    /// What one API answer holds: an item per usable record, and why each other record is not one.
+    /// Lenient (FACTS.md): a missing or odd field is not an error; only a body that is not the
+    /// `{"results": [...]}` JSON is.
+    /// - Throws: ``SourceError`` quoting the body's first bytes.
+    public static func decode(_ response: HTTPResponse) throws -> [SourceOutput] {
         do {
-            return try JSONDecoder().decode(ITunesResponse.self, from: response.body).results
+            return try JSONDecoder().decode(ITunesResponse.self, from: response.body).results.map { record in
+                switch record.mediaItem() {
+                case .success(let item): .item(item)
+                case .failure(.skipped(let reason)): .skipped(record.ref, reason: reason)
+                case .failure(.failed(let reason, let url)): .failed(record.ref, url: url, reason: reason)
+                }
+            }
         } catch {
             let type = response.headers["Content-Type"] ?? "no content type"
             throw SourceError(

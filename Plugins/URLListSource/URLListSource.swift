@@ -28,7 +28,7 @@ public struct URLListSource: Source {
         }
 
         var firstLine: [String: Int] = [:]
-        for (index, rawLine) in text.split(separator: "\n", omittingEmptySubsequences: false).enumerated() {
+        for (index, rawLine) in text.split(omittingEmptySubsequences: false, whereSeparator: \.isNewline).enumerated() {
             try Task.checkCancellation()
             let number = index + 1
             let line = rawLine.trimmingCharacters(in: .whitespacesAndNewlines)
@@ -37,8 +37,11 @@ public struct URLListSource: Source {
 
             guard let url = URL(string: line), url.isFetchable else {
                 let ref = ItemRef(id: line, title: "line \(number)")
-                try await emit(.failed(ref, url: nil, reason: "\(place): \"\(Self.shorten(line))\" is not an http or "
-                    + "https URL; fix or remove the line (a # at the start makes it a comment)"))
+                try await emit(
+                    .failed(
+                        ref, url: nil,
+                        reason: "\(place): \"\(Self.shorten(line))\" is not an http or "
+                            + "https URL; fix or remove the line (a # at the start makes it a comment)"))
                 continue
             }
             let item = Self.item(for: url)
@@ -53,7 +56,7 @@ public struct URLListSource: Source {
 
     /// The item for one URL: its id is the URL, its title the last path component without extension.
     static func item(for url: URL) -> MediaItem {
-        let last = url.lastPathComponent
+        let last = url.lastPathComponent.removingPercentEncoding ?? url.lastPathComponent
         let name = (last.isEmpty || last == "/") ? (url.host ?? url.absoluteString) : last
         let ext = (name as NSString).pathExtension
         let title = ext.isEmpty ? name : String(name.dropLast(ext.count + 1))
@@ -81,8 +84,10 @@ public struct URLListSource: Source {
             name: "urls",
             summary: "Reads a text file of http(s) URLs, one per line; # starts a comment",
             options: [
-                OptionSpec("file", .path, required: true,
-                    doc: "The list file, relative to the config file. Each URL is stored under its last path component."),
+                OptionSpec(
+                    "file", .path, required: true,
+                    doc: "The list file, relative to the config file. Each URL is stored under its last path component."
+                )
             ]
         ),
         make: { options, _ in

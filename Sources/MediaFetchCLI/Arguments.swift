@@ -1,3 +1,5 @@
+import MediaFetchCore
+
 /// A command line taken apart: flags with values, bare flags, and positional words.
 struct Arguments {
     private(set) var positional: [String] = []
@@ -36,8 +38,9 @@ struct Arguments {
             } else {
                 let known = (valued.union(bare)).sorted()
                 var message = "unknown option \(name)"
-                if let near = nearest(name, in: known) { message += " (did you mean \(near)?)" }
-                throw UsageError(message + "; this command takes: " + (known.isEmpty ? "no options" : known.joined(separator: ", ")))
+                if let near = ConfigLoader.nearest(name, in: known) { message += " (did you mean \(near)?)" }
+                throw UsageError(
+                    message + "; this command takes: " + (known.isEmpty ? "no options" : known.joined(separator: ", ")))
             }
         }
     }
@@ -54,28 +57,4 @@ struct UsageError: Error, CustomStringConvertible {
     init(_ description: String) {
         self.description = description
     }
-}
-
-/// The closest of `candidates` to `word` by edit distance, when it is close enough to be a typo.
-func nearest(_ word: String, in candidates: [String]) -> String? {
-    let target = Array(word.lowercased())
-    var best: (String, Int)?
-    for candidate in candidates {
-        let distance = editDistance(target, Array(candidate.lowercased()))
-        if distance < (best?.1 ?? .max) { best = (candidate, distance) }
-    }
-    guard let best, best.1 <= max(2, target.count / 3) else { return nil }
-    return best.0
-}
-
-private func editDistance(_ a: [Character], _ b: [Character]) -> Int {
-    var previous = Array(0...b.count)
-    for (i, ca) in a.enumerated() {
-        var current = [i + 1] + Array(repeating: 0, count: b.count)
-        for (j, cb) in b.enumerated() {
-            current[j + 1] = min(previous[j + 1] + 1, current[j] + 1, previous[j] + (ca == cb ? 0 : 1))
-        }
-        previous = current
-    }
-    return previous[b.count]
 }

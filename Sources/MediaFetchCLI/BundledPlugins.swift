@@ -1,3 +1,4 @@
+import ArchiveSink
 import DirectorySink
 import FoundationTransport
 import ITunesSource
@@ -12,6 +13,7 @@ public enum BundledPlugins {
         registry.register(source: URLListSource.descriptor)
         registry.register(transport: FoundationTransport.descriptor, isDefault: true)
         registry.register(sink: DirectorySink.descriptor, isDefault: true)
+        registry.register(sink: ArchiveSink.descriptor)
         return registry
     }
 }

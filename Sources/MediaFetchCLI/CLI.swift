@@ -15,10 +15,15 @@ public enum CLI {
     }
 
     static let commands: [(name: String, summary: String)] = [
-        ("run", "run CONFIG [--set KEY=VALUE]... [--quiet] [--json]: run a pipeline"),
-        ("search", "search TERM [--media M] [--entity E] [--country CC] [--limit N] [--endpoint URL] [--json]: "
-            + "search the iTunes catalog and print what it finds"),
+        ("run", "run CONFIG [--set KEY=VALUE]... [--refetch] [--quiet] [--json]: run a pipeline (resumes)"),
+        (
+            "search",
+            "search TERM [--media M] [--entity E] [--country CC] [--limit N] [--endpoint URL] [--json]: "
+                + "search the iTunes catalog and print what it finds"
+        ),
         ("check", "check CONFIG [--set KEY=VALUE]...: validate a config and print the resolved pipeline"),
+        ("status", "status CONFIG [--json]: what the ledger records: stored, partial, failed, pending"),
+        ("clean", "clean CONFIG [--all]: discard partial downloads (with --all, the ledger too)"),
         ("plugins", "plugins [--markdown]: list every plugin with its options and defaults"),
         ("demo", "demo [--config PATH] [--quiet]: run config/demo.yaml against the bundled mock catalog, offline"),
         ("mock-server", "mock-server [--port N]: serve the mock iTunes catalog on loopback until interrupted"),
@@ -46,18 +51,25 @@ public enum CLI {
             case "run": return try await RunCommand.run(words)
             case "search": return try await SearchCommand.run(words)
             case "check": return try CheckCommand.run(words)
+            case "status": return try StatusCommand.run(words)
+            case "clean": return try CleanCommand.run(words)
             case "plugins": return try PluginsCommand.run(words)
             case "demo": return try await DemoCommand.run(words)
             case "mock-server": return try await MockServerCommand.run(words)
             default:
                 var message = "unknown command \"\(command)\""
-                if let near = nearest(command, in: commands.map(\.name)) { message += " (did you mean \"\(near)\"?)" }
+                if let near = ConfigLoader.nearest(command, in: commands.map(\.name)) {
+                    message += " (did you mean \"\(near)\"?)"
+                }
                 throw UsageError(message + "; run `mediafetch --help` for the list")
             }
         } catch let error as UsageError {
             printError("mediafetch: \(error)")
             return ExitCode.usage
         } catch let error as ConfigError {
+            printError("mediafetch: \(error)")
+            return ExitCode.usage
+        } catch let error as LedgerError {
             printError("mediafetch: \(error)")
             return ExitCode.usage
         } catch {
@@ -89,6 +101,8 @@ public enum CLI {
         case "run": RunCommand.help
         case "search": SearchCommand.help
         case "check": CheckCommand.help
+        case "status": StatusCommand.help
+        case "clean": CleanCommand.help
         case "plugins": PluginsCommand.help
         case "demo": DemoCommand.help
         case "mock-server": MockServerCommand.help

@@ -16,7 +16,9 @@ enum DemoCommand {
 
     static func run(_ words: [String]) async throws -> Int32 {
         let arguments = try Arguments(words, valued: ["--config", "--set"], bare: ["--quiet"])
-        guard arguments.positional.isEmpty else { throw UsageError("demo takes no arguments; see `mediafetch demo --help`") }
+        guard arguments.positional.isEmpty else {
+            throw UsageError("demo takes no arguments; see `mediafetch demo --help`")
+        }
         let path = arguments.value("--config") ?? "config/demo.yaml"
         guard FileManager.default.fileExists(atPath: path) else {
             throw UsageError("\(path) not found: run the demo from the repository's top folder, or give --config PATH")
@@ -27,7 +29,8 @@ enum DemoCommand {
         let registry = BundledPlugins.registry
         let spec = try ConfigLoader.load(path: path, overrides: overrides, registry: registry)
         printError("mock iTunes catalog serving at \(server.baseURL.absoluteString)")
-        let summary = try await RunCommand.execute(spec, registry: registry, quiet: arguments.has("--quiet"), json: false)
+        let summary = try await RunCommand.execute(
+            spec, registry: registry, quiet: arguments.has("--quiet"), json: false)
         if let output = spec.sink.options.path("path") {
             print("the files are in \(output)")
         }

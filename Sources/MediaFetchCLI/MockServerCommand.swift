@@ -16,7 +16,9 @@ enum MockServerCommand {
         let arguments = try Arguments(words, valued: ["--port"], bare: [])
         guard arguments.positional.isEmpty else { throw UsageError("mock-server takes no arguments besides --port") }
         let portText = arguments.value("--port") ?? "0"
-        guard let port = UInt16(portText) else { throw UsageError("--port \(portText) is not a port number (0..65535)") }
+        guard let port = UInt16(portText) else {
+            throw UsageError("--port \(portText) is not a port number (0..65535)")
+        }
         let server = try MockCatalogServer(port: port)
         print("mock iTunes catalog serving at \(server.baseURL.absoluteString) (\(server.catalog.songs.count) songs)")
         print("try: mediafetch search love --endpoint \(server.baseURL.absoluteString)")

@@ -34,6 +34,11 @@ public enum PluginDocs {
                 text += "\n"
             }
         }
+        text += "download (optional section, any transport and sink): retries, limits, failure budget\n"
+        for option in DownloadPolicy.options {
+            text += "    \(option.key): \(option.type), default \(option.defaultDescription)\n"
+            text += "        \(option.doc)\n"
+        }
         return text
     }
 
@@ -42,7 +47,8 @@ public enum PluginDocs {
         for kind in PluginKind.allCases {
             for plugin in registry.plugins(kind) {
                 let isDefault = registry.defaults[kind] == plugin.name ? " (the default \(kind))" : ""
-                text += "### \(kind) `\(plugin.name)`\(isDefault)\n\n\(plugin.summary).\n\n"
+                let stop = plugin.summary.hasSuffix(".") ? "" : "."
+                text += "### \(kind) `\(plugin.name)`\(isDefault)\n\n\(plugin.summary)\(stop)\n\n"
                 text += "| key | type | default | what it does |\n| --- | --- | --- | --- |\n"
                 text += "| `use` | `\(plugin.name)` | | picks this \(kind) |\n"
                 for option in plugin.options {
@@ -52,6 +58,13 @@ public enum PluginDocs {
                 text += "\n"
             }
         }
-        return text
+        text += "### the `download` section (optional, any transport and sink)\n\n"
+        text += "Retries, limits and the failure budget, applied by the pipeline to every download.\n\n"
+        text += "| key | type | default | what it does |\n| --- | --- | --- | --- |\n"
+        for option in DownloadPolicy.options {
+            let doc = option.doc.replacingOccurrences(of: "|", with: "\\|")
+            text += "| `\(option.key)` | \(option.type) | \(option.defaultDescription) | \(doc) |\n"
+        }
+        return text + "\n"
     }
 }

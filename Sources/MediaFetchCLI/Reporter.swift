@@ -16,6 +16,7 @@ final class Reporter: Sendable {
         var stored = 0
         var failed = 0
         var skipped = 0
+        var kept = 0
         var bytes: Int64 = 0
         var inFlight: [String: DownloadProgress] = [:]
         var failures: [(ItemRef, URL?, String)] = []
@@ -40,9 +41,13 @@ final class Reporter: Sendable {
     func handle(_ event: PipelineEvent) {
         state.withLock { state in
             switch event {
-            case .itemStarted(let ref, let asset, _):
+            case .itemStarted(let ref, let asset, _, let resumeFrom):
                 state.started += 1
-                state.inFlight[key(ref, asset)] = DownloadProgress(received: 0, expected: nil)
+                state.inFlight[key(ref, asset)] = DownloadProgress(received: resumeFrom, expected: nil)
+                if resumeFrom > 0 { line(&state, "resume  \(ref) from \(Self.formatBytes(resumeFrom))") }
+            case .alreadyStored(let ref, _, let location):
+                state.kept += 1
+                line(&state, "kept    \(ref) (stored earlier: \(location))")
             case .progress(let ref, let asset, let progress):
                 state.inFlight[key(ref, asset)] = progress
             case .stored(let ref, let asset, let location, let bytes):
@@ -58,6 +63,10 @@ final class Reporter: Sendable {
             case .skipped(let ref, let reason):
                 state.skipped += 1
                 line(&state, "skipped \(ref): \(reason)")
+            case .retrying(let ref, _, let attempt, let wait, let reason):
+                line(
+                    &state, "retry   \(ref) (attempt \(attempt + 1) in \(wait.formattedSeconds)): \(reason)",
+                    always: true)
             case .notice(let text):
                 line(&state, "note    \(text)", always: true)
             case .finished:
@@ -98,6 +107,7 @@ final class Reporter: Sendable {
         var text = "\(state.stored) stored"
         if state.failed > 0 { text += ", \(state.failed) failed" }
         if state.skipped > 0 { text += ", \(state.skipped) skipped" }
+        if state.kept > 0 { text += ", \(state.kept) already stored" }
         text += ", \(state.inFlight.count) downloading · \(Self.formatBytes(state.bytes + partial))"
         text += " · \(Self.formatBytes(Int64(rate)))/s"
         write("\r\u{1B}[2K" + text)

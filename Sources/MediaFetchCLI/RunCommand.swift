@@ -4,12 +4,15 @@ import MediaFetchCore
 /// `mediafetch run CONFIG`: the main job.
 enum RunCommand {
     static let help = """
-        Usage: mediafetch run CONFIG [--set KEY=VALUE]... [--quiet] [--json]
+        Usage: mediafetch run CONFIG [--set KEY=VALUE]... [--refetch] [--quiet] [--json]
 
-        Runs the pipeline a YAML config describes: search, download, store.
+        Runs the pipeline a YAML config describes: search, download, store. The ledger in the config's
+        state directory makes a run idempotent: stored items are not fetched again, partial downloads
+        resume where they stopped.
 
           --set KEY=VALUE   override a config value before validation, e.g. --set sink.path=out/x
                             (dotted path; the value is read as a YAML scalar). May be repeated.
+          --refetch         ignore the ledger: fetch everything again
           --quiet           no progress on stderr
           --json            print the summary as JSON on stdout
 
@@ -19,23 +22,25 @@ enum RunCommand {
         """
 
     static func run(_ words: [String]) async throws -> Int32 {
-        let arguments = try Arguments(words, valued: ["--set"], bare: ["--quiet", "--json"])
+        let arguments = try Arguments(words, valued: ["--set"], bare: ["--quiet", "--json", "--refetch"])
         guard arguments.positional.count == 1 else {
             throw UsageError("run takes one CONFIG file, e.g. `mediafetch run config/demo.yaml`")
         }
         let registry = BundledPlugins.registry
         let spec = try ConfigLoader.load(
             path: arguments.positional[0], overrides: arguments.all("--set"), registry: registry)
-        let summary = try await execute(spec, registry: registry, quiet: arguments.has("--quiet"),
-                                        json: arguments.has("--json"))
+        let summary = try await execute(
+            spec, registry: registry, quiet: arguments.has("--quiet"),
+            json: arguments.has("--json"), refetch: arguments.has("--refetch"))
         return summary.exitCode
     }
 
     /// Makes the plugins, runs the pipeline under signal handling, and prints the outcome.
-    static func execute(_ spec: PipelineSpec, registry: PluginRegistry, quiet: Bool, json: Bool) async throws
-        -> RunSummary
-    {
+    static func execute(
+        _ spec: PipelineSpec, registry: PluginRegistry, quiet: Bool, json: Bool, refetch: Bool = false
+    ) async throws -> RunSummary {
         let parts = try PipelineParts(spec: spec, registry: registry)
+        let ledger = try Ledger(directory: spec.stateDirectory)
         let reporter = Reporter(mode: Reporter.mode(quiet: quiet || json))
         let pipeline = Pipeline(
             source: parts.source,
@@ -43,7 +48,11 @@ enum RunCommand {
             sink: parts.sink,
             options: .init(
                 concurrency: parts.transport.maxConcurrentTransfers,
-                stagingDirectory: spec.stateDirectory.appendingPathComponent("staging")
+                stagingDirectory: Pipeline.stagingDirectory(state: spec.stateDirectory),
+                sourceName: parts.sourceName,
+                ledger: ledger,
+                refetch: refetch,
+                policy: spec.downloadPolicy
             ),
             events: reporter.handle
         )
@@ -60,13 +69,20 @@ enum RunCommand {
         for (ref, url, reason) in failures {
             print("failed: \(ref)" + (url.map { " <\($0.absoluteString)>" } ?? "") + ": \(reason)")
         }
-        var line = "\(summary.stored) stored, \(summary.failed) failed, \(summary.skipped) skipped; "
-        line += "\(Reporter.formatBytes(summary.bytes)) in \(String(format: "%.1f", summary.wallSeconds)) s"
+        var line = "\(summary.stored) stored, \(summary.failed) failed, \(summary.skipped) skipped"
+        if summary.alreadyStored > 0 { line += ", \(summary.alreadyStored) already stored" }
+        line += "; \(Reporter.formatBytes(summary.bytes)) in \(String(format: "%.1f", summary.wallSeconds)) s"
+        if summary.bytesTransferred < summary.bytes {
+            line += " (\(Reporter.formatBytes(summary.bytesTransferred)) downloaded, the rest resumed)"
+        }
         print(line)
         if let error = summary.sourceError { print("the source failed: \(error)") }
         if let error = summary.sinkError { print("the sink failed: \(error)") }
+        if let reason = summary.stopReason { print("stopped early: \(reason)") }
         if summary.interrupted {
-            print("interrupted: finished files are stored; run the same command again to fetch the rest")
+            print(
+                "interrupted: finished files are stored and partial downloads kept; run the same command "
+                    + "again to resume (`mediafetch status \(spec.configPath)` shows where things stand)")
         }
     }
 

@@ -21,7 +21,9 @@ enum SearchCommand {
     static func run(_ words: [String]) async throws -> Int32 {
         let arguments = try Arguments(
             words, valued: ["--media", "--entity", "--country", "--limit", "--endpoint"], bare: ["--json"])
-        guard !arguments.positional.isEmpty else { throw UsageError("search needs a TERM, e.g. `mediafetch search jack johnson`") }
+        guard !arguments.positional.isEmpty else {
+            throw UsageError("search needs a TERM, e.g. `mediafetch search jack johnson`")
+        }
         let term = arguments.positional.joined(separator: " ")
 
         let limitText = arguments.value("--limit") ?? "25"
@@ -30,7 +32,7 @@ enum SearchCommand {
         }
         let media = arguments.value("--media") ?? "music"
         guard ITunesSource.mediaTypes.contains(media) else {
-            let hint = nearest(media, in: ITunesSource.mediaTypes).map { " (did you mean \($0)?)" } ?? ""
+            let hint = ConfigLoader.nearest(media, in: ITunesSource.mediaTypes).map { " (did you mean \($0)?)" } ?? ""
             throw UsageError("--media \(media) is not one of \(ITunesSource.mediaTypes.joined(separator: ", "))\(hint)")
         }
         let country = arguments.value("--country") ?? "US"
@@ -46,8 +48,9 @@ enum SearchCommand {
         parameters.append(("country", country))
 
         let source = ITunesSource(
-            .init(endpoint: endpoint, query: .search(term: term), parameters: parameters, pageSize: limit,
-                  maxItems: limit, requestsPerMinute: 0))
+            .init(
+                endpoint: endpoint, query: .search(term: term), parameters: parameters, pageSize: limit,
+                maxItems: limit, requestsPerMinute: 0))
         let transport = FoundationTransport()
         let found = Mutex<[MediaItem]>([])
         try await source.run(SourceContext(transport: transport, notice: { printError("note: \($0)") })) { output in
@@ -73,8 +76,10 @@ enum SearchCommand {
     static func table(_ items: [MediaItem]) -> String {
         let header = ["ARTIST", "TITLE", "ALBUM", "TIME", "PREVIEW"]
         let rows = items.map { item in
-            [item.artist ?? "", item.title, item.album ?? "", duration(item.durationMillis),
-             item.previewURL?.absoluteString ?? ""]
+            [
+                item.artist ?? "", item.title, item.album ?? "", duration(item.durationMillis),
+                item.previewURL?.absoluteString ?? "",
+            ]
         }
         let caps = [28, 36, 32, 6, Int.max]
         let widths = header.indices.map { column in
@@ -84,7 +89,8 @@ enum SearchCommand {
             cells.indices.map { column in
                 let cell = cells[column]
                 let cut = cell.count > widths[column] ? cell.prefix(widths[column] - 1) + "…" : cell
-                return column == cells.count - 1 ? cut : cut.padding(toLength: widths[column], withPad: " ", startingAt: 0)
+                return column == cells.count - 1
+                    ? cut : cut.padding(toLength: widths[column], withPad: " ", startingAt: 0)
             }.joined(separator: "  ")
         }
         return ([header] + rows).map(render).joined(separator: "\n")

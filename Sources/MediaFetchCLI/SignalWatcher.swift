@@ -12,28 +12,32 @@ final class SignalWatcher: Sendable {
 
     private let state = Mutex(State())
     // Only kept so that deinit can cancel them; Mutex makes holding them Sendable.
-    private let sources: Mutex<[any DispatchSourceSignal]>
+    private let sources = Mutex<[any DispatchSourceSignal]>([])
 
     init(signals: [Int32] = [SIGINT, SIGTERM]) {
-        let state = self.state
-        sources = Mutex(signals.map { number in
-            signal(number, SIG_IGN)
-            let source = DispatchSource.makeSignalSource(signal: number, queue: .global())
-            source.setEventHandler {
-                let waiter = state.withLock { state -> CheckedContinuation<Void, Never>? in
-                    state.received += 1
-                    if state.received > 1 {
-                        FileHandle.standardError.write(Data("\nmediafetch: interrupted again, stopping now\n".utf8))
-                        exit(130)
-                    }
-                    defer { state.waiter = nil }
-                    return state.waiter
-                }
-                waiter?.resume()
+        // Made inside the lock, so the non-Sendable sources never exist outside it.
+        sources.withLock { sources in
+            sources = signals.map { number in
+                signal(number, SIG_IGN)
+                let source = DispatchSource.makeSignalSource(signal: number, queue: .global())
+                source.setEventHandler { [weak self] in self?.received() }
+                source.resume()
+                return source
             }
-            source.resume()
-            return source
-        })
+        }
+    }
+
+    private func received() {
+        let waiter = state.withLock { state -> CheckedContinuation<Void, Never>? in
+            state.received += 1
+            if state.received > 1 {
+                FileHandle.standardError.write(Data("\nmediafetch: interrupted again, stopping now\n".utf8))
+                exit(130)
+            }
+            defer { state.waiter = nil }
+            return state.waiter
+        }
+        waiter?.resume()
     }
 
     deinit {

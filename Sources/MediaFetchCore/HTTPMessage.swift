@@ -86,19 +86,47 @@ public struct DownloadRequest: Sendable {
     /// `Range: bytes=N-` with `If-Range` from `validator`, appends on 206 and starts over on 200.
     public var resumeFrom: Int64
     public var validator: Validator?
+    /// Called once when a 200 or 206 answer arrives, before its first body byte is written, so that
+    /// what a later resume needs is known even if this transfer never ends.
+    public var onResponse: (@Sendable (DownloadResponse) -> Void)?
+    /// The largest the whole file may be: a bigger one (by its announced length, or as bytes arrive)
+    /// ends the transfer with ``TransportError/Code/bodyTooLarge(limit:)``.
+    public var maxBytes: Int64?
 
     public init(
         url: URL,
         destination: URL,
         headers: HTTPHeaders = [:],
         resumeFrom: Int64 = 0,
-        validator: Validator? = nil
+        validator: Validator? = nil,
+        maxBytes: Int64? = nil,
+        onResponse: (@Sendable (DownloadResponse) -> Void)? = nil
     ) {
         self.url = url
         self.headers = headers
         self.destination = destination
         self.resumeFrom = resumeFrom
         self.validator = validator
+        self.maxBytes = maxBytes
+        self.onResponse = onResponse
+    }
+}
+
+/// The head of a download's answer: enough to resume it later.
+public struct DownloadResponse: Sendable, Hashable {
+    public var status: Int
+    public var validator: Validator?
+    /// The size of the whole file when the server said (Content-Length of a 200, the total of a
+    /// 206's Content-Range).
+    public var expectedSize: Int64?
+    /// True when the body starts over from byte zero although a resume was asked for.
+    public var restarts: Bool
+
+    public init(status: Int, validator: Validator?, expectedSize: Int64?, restarts: Bool) {
+        self.status = status
+        self.validator = validator
+        self.expectedSize = expectedSize
+        self.restarts = restarts
     }
 }
 

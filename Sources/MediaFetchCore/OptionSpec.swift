@@ -53,6 +53,9 @@ public enum OptionType: Sendable, Hashable, CustomStringConvertible {
     case path
     /// An absolute http or https URL.
     case url
+    /// A number of bytes: `1048576`, `500KB`, `20MB`, `1.5GB` (powers of 1000) or `512KiB`, `1GiB`
+    /// (powers of 1024). Converted to ``OptionValue/integer(_:)``.
+    case byteSize
 
     public var description: String {
         switch self {
@@ -66,6 +69,7 @@ public enum OptionType: Sendable, Hashable, CustomStringConvertible {
         case .stringMap: "mapping of string to string"
         case .path: "path"
         case .url: "http(s) URL"
+        case .byteSize: "size (bytes, or 500KB, 20MB, 1GiB)"
         }
     }
 }

@@ -1,29 +1,42 @@
 import Foundation
 import Synchronization
 
-/// Runs one pipeline: the source's items are planned by the sink in source order, downloaded by a
-/// bounded number of workers into staging files, checked, and stored.
+/// Runs one pipeline: the source's items are planned by the sink in source order, checked against
+/// the ledger, downloaded by a bounded number of workers into staging files (resuming what an
+/// earlier run left), verified, stored, and recorded.
 public struct Pipeline: Sendable {
     public struct Options: Sendable {
         /// How many downloads run at once.
         public var concurrency: Int
-        /// Where partial downloads live until the sink takes them.
+        /// Where partial downloads live until the sink takes them; kept between runs for resuming.
         public var stagingDirectory: URL
-        /// Which files of each item to fetch.
-        public var assets: [AssetKind]
         /// The least time between two progress events of one download.
         public var progressInterval: Duration
+        /// The source's plugin name: with an item's id it keys the ledger.
+        public var sourceName: String
+        /// The memory between runs; without one every run starts from nothing.
+        public var ledger: Ledger?
+        /// Ignore what the ledger says is stored or partial, and fetch everything again.
+        public var refetch: Bool
+        /// Retries, limits and the failure budget.
+        public var policy: DownloadPolicy
 
         public init(
             concurrency: Int,
             stagingDirectory: URL,
-            assets: [AssetKind] = [.preview],
-            progressInterval: Duration = .milliseconds(250)
+            progressInterval: Duration = .milliseconds(250),
+            sourceName: String = "source",
+            ledger: Ledger? = nil,
+            refetch: Bool = false,
+            policy: DownloadPolicy = DownloadPolicy()
         ) {
             self.concurrency = max(1, concurrency)
             self.stagingDirectory = stagingDirectory
-            self.assets = assets
             self.progressInterval = progressInterval
+            self.sourceName = sourceName
+            self.ledger = ledger
+            self.refetch = refetch
+            self.policy = policy
         }
     }
 
@@ -47,37 +60,37 @@ public struct Pipeline: Sendable {
         self.events = events
     }
 
-    /// Runs to the end, or until the calling task is cancelled (then in-flight downloads are
-    /// cancelled, nothing half-done is stored, and the summary says `interrupted`).
+    /// Runs to the end, or until the calling task is cancelled (then in-flight downloads stop and
+    /// keep their bytes for a resume, nothing half-done is stored, and the summary says `interrupted`).
     public func run() async -> RunSummary {
         let clock = ContinuousClock()
         let start = clock.now
-        let tally = Mutex(RunSummary())
-        let report: @Sendable (PipelineEvent) -> Void = { [events] event in
-            tally.withLock { $0.count(event) }
-            events(event)
-        }
+        let run = RunState(ledger: options.ledger, events: events)
 
         do {
             try FileManager.default.createDirectory(at: options.stagingDirectory, withIntermediateDirectories: true)
-            try await feedWorkers(report: report)
+            let known = try options.refetch ? [:] : (options.ledger?.entries(source: options.sourceName) ?? [:])
+            try await feedWorkers(run, known: known)
         } catch is CancellationError {
-            tally.withLock { $0.interrupted = true }
+            run.tally.withLock { $0.interrupted = true }
         } catch let error as SourceError {
-            tally.withLock { $0.sourceError = error.message }
+            run.tally.withLock { $0.sourceError = error.message }
         } catch {
-            tally.withLock { $0.sourceError = String(describing: error) }
+            run.tally.withLock { $0.sourceError = String(describing: error) }
         }
-        if Task.isCancelled { tally.withLock { $0.interrupted = true } }
+        if Task.isCancelled { run.tally.withLock { $0.interrupted = true } }
 
         do {
             try await sink.finish()
+            // Only now are an archive's files durable, so only now does the ledger say so.
+            for (key, record) in run.takeUncommitted() { options.ledger?.stored(key, record) }
         } catch {
-            tally.withLock { $0.sinkError = String(describing: error) }
+            run.tally.withLock { $0.sinkError = String(describing: error) }
         }
         await transport.shutdown()
+        run.flushLedger(force: true)
 
-        var summary = tally.withLock { $0 }
+        var summary = run.tally.withLock { $0 }
         summary.wallSeconds = (clock.now - start).seconds
         events(.finished(summary))
         return summary
@@ -85,15 +98,19 @@ public struct Pipeline: Sendable {
 
     /// Reads the source in a child task and starts a worker per asset, at most `concurrency` at once.
     /// A source failure stops new work but lets started downloads finish.
-    private func feedWorkers(report: @escaping @Sendable (PipelineEvent) -> Void) async throws {
+    private func feedWorkers(_ run: RunState, known: [LedgerKey: LedgerEntry]) async throws {
         let (outputs, continuation) = AsyncThrowingStream.makeStream(of: SourceOutput.self)
-        let context = SourceContext(transport: transport, notice: { report(.notice($0)) })
+        let context = SourceContext(transport: transport, notice: { run.report(.notice($0)) })
 
         try await withThrowingTaskGroup(of: Bool.self) { group in
             // The producer's task answers false and the workers true, so the bound counts only workers.
             group.addTask { [source] in
                 do {
-                    try await source.run(context) { continuation.yield($0) }
+                    try await source.run(context) { output in
+                        // A run stopped by its failure budget asks the source for nothing more.
+                        if run.stopReason != nil { throw StopRequested() }
+                        continuation.yield(output)
+                    }
                     continuation.finish()
                 } catch {
                     continuation.finish(throwing: error)
@@ -104,23 +121,39 @@ public struct Pipeline: Sendable {
             var running = 0
             var sourceFailure: (any Error)?
             do {
-                for try await output in outputs {
+                outputs: for try await output in outputs {
                     try Task.checkCancellation()
                     switch output {
                     case .skipped(let ref, let reason):
-                        report(.skipped(ref, reason: reason))
+                        run.report(.skipped(ref, reason: reason))
                     case .failed(let ref, let url, let reason):
-                        report(.failed(ref, url: url, reason: reason))
+                        run.report(.failed(ref, url: url, reason: reason))
                     case .item(let item):
-                        for job in await plan(item, report: report) {
+                        if run.stopReason != nil { break outputs }
+                        for job in try await plan(item, known: known, run) {
                             while running >= options.concurrency {
                                 if try await group.next() == true { running -= 1 }
                             }
+                            // A slot may free up because the run was cancelled or went over its failure
+                            // budget: start nothing new then.
+                            try Task.checkCancellation()
+                            if options.policy.maxFailures > 0,
+                                run.tally.withLock({ $0.failed }) >= options.policy.maxFailures
+                            {
+                                run.stop(
+                                    "\(options.policy.maxFailures) items failed (the download section's "
+                                        + "max-failures); no further items were started")
+                                break outputs
+                            }
                             running += 1
-                            group.addTask { await self.download(job, report: report); return true }
+                            group.addTask {
+                                await self.download(job, run); return true
+                            }
                         }
                     }
                 }
+            } catch is StopRequested {
+                // The failure budget ended the source on purpose; that is not the source failing.
             } catch {
                 sourceFailure = error
             }
@@ -136,53 +169,188 @@ public struct Pipeline: Sendable {
         var asset: AssetKind
         var url: URL
         var plan: StoragePlan
+        var key: LedgerKey
+        var entry: LedgerEntry?
     }
 
-    /// Asks the sink where each asset goes, in source order; an asset the item lacks is skipped.
-    private func plan(_ item: MediaItem, report: @Sendable (PipelineEvent) -> Void) async -> [Job] {
+    /// Asks the sink where each asset goes, in source order (also for stored ones, so that names do
+    /// not depend on what is already there), and drops what an earlier run stored and the sink kept.
+    private func plan(_ item: MediaItem, known: [LedgerKey: LedgerEntry], _ run: RunState) async throws -> [Job] {
         var jobs: [Job] = []
-        for asset in options.assets {
-            guard let url = item.url(for: asset) else {
-                report(.skipped(item.ref, reason: "no \(asset.rawValue) URL"))
+        for asset in sink.assets {
+            guard let url = sink.url(for: asset, of: item) else {
+                if asset == .preview { run.report(.skipped(item.ref, reason: "no preview URL")) }
                 continue
             }
+            let key = LedgerKey(source: options.sourceName, itemID: item.id, asset: asset)
+            let plan: StoragePlan
             do {
-                jobs.append(Job(item: item, asset: asset, url: url, plan: try await sink.plan(item, asset: asset)))
+                plan = try await sink.plan(item, asset: asset)
             } catch {
-                report(.failed(item.ref, url: url, reason: String(describing: error)))
+                run.report(.failed(item.ref, url: url, reason: String(describing: error)))
+                continue
             }
+            let entry = known[key]
+            // A sink that cannot tell whether it still has the file gets it fetched again.
+            if let record = entry?.storedRecord, (try? await sink.keep(plan, stored: record)) == true {
+                run.report(.alreadyStored(item.ref, asset: asset, location: record.location))
+                continue
+            }
+            jobs.append(Job(item: item, asset: asset, url: url, plan: plan, key: key, entry: entry))
         }
         return jobs
     }
 
-    private func download(_ job: Job, report: @escaping @Sendable (PipelineEvent) -> Void) async {
+    private func download(_ job: Job, _ run: RunState) async {
         let ref = job.item.ref
-        let staging = options.stagingDirectory.appendingPathComponent(Self.stagingName(itemID: job.item.id, asset: job.asset))
-        report(.itemStarted(ref, asset: job.asset, url: job.url))
-        let throttle = ProgressThrottle(interval: options.progressInterval)
-        do {
-            let result = try await transport.download(DownloadRequest(url: job.url, destination: staging)) { progress in
-                if throttle.shouldReport() { report(.progress(ref, asset: job.asset, progress)) }
+        let staging = options.stagingDirectory.appendingPathComponent(
+            Self.stagingName(source: options.sourceName, itemID: job.item.id, asset: job.asset))
+        let ledger = options.ledger
+        let policy = options.policy
+        var (resumeFrom, validator) = resumePoint(job, staging: staging)
+        var expected = job.entry?.expectedBytes
+        ledger?.begin(job.key, title: job.item.title, url: job.url)
+        run.report(.itemStarted(ref, asset: job.asset, url: job.url, resumeFrom: resumeFrom))
+
+        let started = ContinuousClock.now
+        var attempt = 0
+        var transferred: Int64 = 0
+        while true {
+            let answer = AnswerBox()
+            do {
+                let result = try await fetch(
+                    job, staging: staging, resumeFrom: resumeFrom, validator: validator,
+                    expected: expected, answer: answer, run)
+                transferred += result.transferred
+                guard policy.accepts(contentType: result.contentType, for: job.asset) else {
+                    try? FileManager.default.removeItem(at: staging)
+                    throw PipelineError(
+                        "served as \(result.contentType ?? "?"), which is not a \(job.asset.rawValue) "
+                            + "(the download section's \(job.asset.rawValue)-types lists what is accepted)")
+                }
+                let size = try Self.fileSize(staging)
+                let staged = StagedFile(
+                    url: staging, size: size, sha256: try SHA256.hex(ofFile: staging),
+                    sourceURL: result.url)
+                let location = try await sink.store(staged, as: job.plan)
+                let record = StoredRecord(location: location, size: size, sha256: staged.sha256)
+                if sink.commitsEachStore { ledger?.stored(job.key, record) } else { run.deferStored(job.key, record) }
+                run.transferred(transferred)
+                run.report(.stored(ref, asset: job.asset, location: location, bytes: size))
+                return
+            } catch {
+                let kept = (try? Self.fileSize(staging)) ?? 0
+                if Task.isCancelled || error is CancellationError || (error as? TransportError)?.code == .cancelled {
+                    // Paused: the bytes stay for the next run to resume from.
+                    ledger?.paused(job.key, receivedBytes: kept)
+                    run.transferred(transferred)
+                    return
+                }
+                if let response = answer.value, response.validator?.ifRangeValue != nil {
+                    // What arrived was fetched under a known validator: the next attempt goes on from it.
+                    (resumeFrom, validator, expected) = (kept, response.validator, response.expectedSize)
+                } else if (error as? TransportError)?.status != 416 {
+                    (resumeFrom, validator) = (0, nil)
+                    try? FileManager.default.removeItem(at: staging)
+                }
+                attempt += 1
+                if let transportError = error as? TransportError, DownloadPolicy.isRetryable(transportError),
+                    attempt <= policy.retries
+                {
+                    let wait = policy.delay(attempt: attempt, retryAfter: transportError.headers?["Retry-After"])
+                    if ContinuousClock.now - started + wait <= policy.retryBudget {
+                        run.report(
+                            .retrying(
+                                ref, asset: job.asset, attempt: attempt, after: wait,
+                                reason: String(describing: error)))
+                        do {
+                            try await Task.sleep(for: wait)
+                            continue
+                        } catch {
+                            ledger?.paused(job.key, receivedBytes: kept)
+                            return
+                        }
+                    }
+                }
+                let reason = String(describing: error) + (attempt > 1 ? " (after \(attempt) attempts)" : "")
+                ledger?.failed(job.key, reason: reason, receivedBytes: kept)
+                run.transferred(transferred)
+                run.report(.failed(ref, url: job.url, reason: reason))
+                return
             }
-            let onDisk = try Self.fileSize(staging)
-            guard onDisk == result.fileSize else {
-                throw TransportError(.truncated(expected: result.fileSize, received: onDisk), url: job.url,
-                                     detail: "the staging file does not hold what the transport reported")
-            }
-            let location = try await sink.store(staging, as: job.plan)
-            report(.stored(ref, asset: job.asset, location: location, bytes: onDisk))
-        } catch {
-            try? FileManager.default.removeItem(at: staging)
-            if Task.isCancelled || error is CancellationError { return }
-            if let error = error as? TransportError, error.code == .cancelled { return }
-            report(.failed(ref, url: job.url, reason: String(describing: error)))
         }
     }
 
-    /// A file name for an item's staging file: readable, unique per item and asset, safe anywhere.
-    static func stagingName(itemID: String, asset: AssetKind) -> String {
+    /// What one attempt brought.
+    private struct Fetched {
+        var url: URL
+        var contentType: String?
+        var transferred: Int64
+    }
+
+    /// One attempt at the bytes of `job` into `staging`, from `resumeFrom`.
+    private func fetch(
+        _ job: Job, staging: URL, resumeFrom: Int64, validator: Validator?, expected: Int64?,
+        answer: AnswerBox, _ run: RunState
+    ) async throws -> Fetched {
+        if let expected, resumeFrom == expected, validator != nil {
+            // Killed after the last byte and before the store: nothing left to fetch.
+            return Fetched(url: job.url, contentType: nil, transferred: 0)
+        }
+        let ledger = options.ledger
+        let ref = job.item.ref
+        let throttle = ProgressThrottle(interval: options.progressInterval)
+        let request = DownloadRequest(
+            url: job.url, destination: staging, resumeFrom: resumeFrom, validator: validator,
+            maxBytes: options.policy.maxSize,
+            onResponse: { head in
+                answer.set(head)
+                ledger?.responded(job.key, validator: head.validator, expectedBytes: head.expectedSize)
+            })
+        do {
+            let result = try await transport.download(request) { progress in
+                if throttle.shouldReport() {
+                    run.report(.progress(ref, asset: job.asset, progress))
+                    run.flushLedger()
+                }
+            }
+            let onDisk = try Self.fileSize(staging)
+            guard onDisk == result.fileSize else {
+                throw TransportError(
+                    .truncated(expected: result.fileSize, received: onDisk), url: job.url,
+                    detail: "the staging file does not hold what the transport reported")
+            }
+            return Fetched(
+                url: result.url, contentType: result.headers["Content-Type"],
+                transferred: result.bytesWritten)
+        } catch let error as TransportError where error.status == 416 && resumeFrom > 0 {
+            // A range past the end: complete when the server's size is what we hold.
+            guard error.headers?["Content-Range"].flatMap(ContentRange.unsatisfiedLength) == resumeFrom else {
+                try? FileManager.default.removeItem(at: staging)
+                throw error
+            }
+            return Fetched(url: job.url, contentType: nil, transferred: 0)
+        }
+    }
+
+    /// Where a download can go on from: the staging file's bytes when the ledger knows the validator
+    /// they were fetched under (a resume without one could splice two versions of the file).
+    private func resumePoint(_ job: Job, staging: URL) -> (Int64, Validator?) {
+        let size = (try? Self.fileSize(staging)) ?? 0
+        guard !options.refetch, size > 0, let entry = job.entry, let validator = entry.validator,
+            validator.ifRangeValue != nil, entry.url == job.url.absoluteString,
+            size <= entry.expectedBytes ?? .max
+        else {
+            if size > 0 { try? FileManager.default.removeItem(at: staging) }
+            return (0, nil)
+        }
+        return (size, validator)
+    }
+
+    /// A staging file name: readable, unique per source, item and asset, stable across runs, safe anywhere.
+    public static func stagingName(source: String, itemID: String, asset: AssetKind) -> String {
         let readable = String(itemID.filter { $0.isASCII && ($0.isLetter || $0.isNumber) }.prefix(40))
-        return "\(readable)-\(stableHash(itemID)).\(asset.rawValue).part"
+        return "\(readable)-\(stableHash(source + "\u{0}" + itemID)).\(asset.rawValue).part"
     }
 
     /// FNV-1a: stable across runs and platforms, unlike `hashValue`.
@@ -194,10 +362,107 @@ public struct Pipeline: Sendable {
         return String(hash, radix: 16)
     }
 
+    /// Where a run keeps partial downloads, inside its state directory.
+    public static func stagingDirectory(state: URL) -> URL {
+        state.appendingPathComponent("staging")
+    }
+
     static func fileSize(_ url: URL) throws -> Int64 {
         let attributes = try FileManager.default.attributesOfItem(atPath: url.path)
         return (attributes[.size] as? NSNumber)?.int64Value ?? 0
     }
+}
+
+/// What the workers of one run share: the tally, the events, the ledger's batching, and the
+/// stores an archive sink has not committed yet.
+private final class RunState: Sendable {
+    let ledger: Ledger?
+    let events: @Sendable (PipelineEvent) -> Void
+    let tally = Mutex(RunSummary())
+    private let uncommitted = Mutex<[(LedgerKey, StoredRecord)]>([])
+    private let stopped = Mutex<String?>(nil)
+    private let ledgerTrouble = Mutex(false)
+
+    init(ledger: Ledger?, events: @escaping @Sendable (PipelineEvent) -> Void) {
+        self.ledger = ledger
+        self.events = events
+    }
+
+    func report(_ event: PipelineEvent) {
+        tally.withLock { $0.count(event) }
+        events(event)
+        if case .progress = event { return }
+        flushLedger()
+    }
+
+    /// Why the run stopped starting new items, if it did.
+    var stopReason: String? { stopped.withLock { $0 } }
+
+    func stop(_ reason: String) {
+        let first = stopped.withLock { current in
+            defer { if current == nil { current = reason } }
+            return current == nil
+        }
+        if first {
+            tally.withLock { $0.stopReason = reason }
+            events(.notice("stopping: " + reason))
+        }
+    }
+
+    func transferred(_ bytes: Int64) {
+        tally.withLock { $0.bytesTransferred += bytes }
+    }
+
+    func deferStored(_ key: LedgerKey, _ record: StoredRecord) {
+        uncommitted.withLock { $0.append((key, record)) }
+    }
+
+    func takeUncommitted() -> [(LedgerKey, StoredRecord)] {
+        uncommitted.withLock { pending in
+            defer { pending.removeAll() }
+            return pending
+        }
+    }
+
+    /// Commits the ledger's batch when due (or now). A ledger that cannot be written costs only
+    /// re-fetching next time, so the run goes on and says so once.
+    func flushLedger(force: Bool = false) {
+        guard let ledger else { return }
+        do {
+            if force { try ledger.flush() } else { try ledger.flushIfDue() }
+        } catch {
+            let first = ledgerTrouble.withLock { seen in
+                defer { seen = true }
+                return !seen
+            }
+            if first {
+                events(
+                    .notice("the ledger could not be written (\(error)); this run's progress will not be remembered"))
+            }
+        }
+    }
+}
+
+/// The head of the answer to one attempt, filled in by the transport's callback.
+private final class AnswerBox: Sendable {
+    private let head = Mutex<DownloadResponse?>(nil)
+
+    func set(_ value: DownloadResponse) { head.withLock { $0 = value } }
+    var value: DownloadResponse? { head.withLock { $0 } }
+}
+
+/// Thrown into the source when the failure budget stopped the run.
+private struct StopRequested: Error {}
+
+/// A problem the pipeline itself found with a download.
+public struct PipelineError: Error, Sendable, CustomStringConvertible {
+    public var message: String
+
+    public init(_ message: String) {
+        self.message = message
+    }
+
+    public var description: String { message }
 }
 
 /// Lets through one progress report per interval.
@@ -227,7 +492,8 @@ extension RunSummary {
             self.bytes += bytes
         case .failed: failed += 1
         case .skipped: skipped += 1
-        case .itemStarted, .progress, .notice, .finished: break
+        case .alreadyStored: alreadyStored += 1
+        case .itemStarted, .progress, .retrying, .notice, .finished: break
         }
     }
 }

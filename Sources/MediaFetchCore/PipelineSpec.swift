@@ -25,20 +25,27 @@ public struct PipelineSpec: Sendable {
     public var sink: PluginSelection
     /// The `state:` directory, absolute (default `.mediafetch/` beside the config).
     public var stateDirectory: URL
+    /// The `download:` section's options (every key of ``DownloadPolicy/options``, defaults filled in).
+    public var download: PluginOptions
 
     public init(
         configPath: String,
         source: PluginSelection,
         transport: PluginSelection,
         sink: PluginSelection,
-        stateDirectory: URL
+        stateDirectory: URL,
+        download: PluginOptions = PluginOptions(section: "download")
     ) {
         self.configPath = configPath
         self.source = source
         self.transport = transport
         self.sink = sink
         self.stateDirectory = stateDirectory
+        self.download = download
     }
+
+    /// The download policy the config describes.
+    public var downloadPolicy: DownloadPolicy { DownloadPolicy(options: download) }
 
     public func selection(_ kind: PluginKind) -> PluginSelection {
         switch kind {

@@ -11,7 +11,20 @@ import Foundation
 ///   intact and no half-written file under a final name.
 /// * Nothing is ever written outside the sink's root, whatever the item's metadata says.
 /// * ``finish()`` is called once at the end of the run, also after an interruption.
+/// * A sink whose stores are durable only once ``finish()`` returns (an archive) says so with
+///   ``commitsEachStore``, so that the ledger records its items as stored only then.
 public protocol Sink: Sendable {
+    /// Which files of each item the sink wants, in order. Default: the preview.
+    var assets: [AssetKind] { get }
+
+    /// Where to fetch `asset` of `item` from; nil when the item has none. Default: the item's URL
+    /// for it (a sink may ask for a larger artwork than the catalog's thumbnail).
+    func url(for asset: AssetKind, of item: MediaItem) -> URL?
+
+    /// True when a file is safely stored once ``store(_:as:)`` returns; false when only
+    /// ``finish()`` makes the run's files durable. Default: true.
+    var commitsEachStore: Bool { get }
+
     /// Decides where an asset will be stored.
     /// - Throws: ``SinkError`` when no safe name can be made.
     func plan(_ item: MediaItem, asset: AssetKind) async throws -> StoragePlan
@@ -19,14 +32,63 @@ public protocol Sink: Sendable {
     /// Stores `file`, which the sink may move or delete: it is the sink's from now on.
     /// - Returns: where the file now is, for messages and the ledger.
     /// - Throws: ``SinkError`` when it could not be stored; nothing was then stored.
-    func store(_ file: URL, as plan: StoragePlan) async throws -> String
+    func store(_ file: StagedFile, as plan: StoragePlan) async throws -> String
+
+    /// The ledger says an earlier run stored `plan` as `record`. Answers whether the sink still has
+    /// it, and keeps it (an archive carries it into the new one); false makes the pipeline fetch it
+    /// again. Default: false.
+    func keep(_ plan: StoragePlan, stored record: StoredRecord) async throws -> Bool
 
     /// Completes the collection (an archive is closed and moved into place).
     func finish() async throws
 }
 
 extension Sink {
+    public var assets: [AssetKind] { [.preview] }
+
+    public func url(for asset: AssetKind, of item: MediaItem) -> URL? {
+        item.url(for: asset)
+    }
+
+    public var commitsEachStore: Bool { true }
+
+    public func keep(_ plan: StoragePlan, stored record: StoredRecord) async throws -> Bool { false }
+
     public func finish() async throws {}
+}
+
+/// A finished, verified download waiting in the staging directory.
+public struct StagedFile: Sendable {
+    public var url: URL
+    public var size: Int64
+    /// Lowercase hex SHA-256 of the bytes.
+    public var sha256: String
+    /// Where the bytes came from (after redirects).
+    public var sourceURL: URL
+    /// When the download finished.
+    public var downloadedAt: Date
+
+    public init(url: URL, size: Int64, sha256: String, sourceURL: URL, downloadedAt: Date = Date()) {
+        self.url = url
+        self.size = size
+        self.sha256 = sha256
+        self.sourceURL = sourceURL
+        self.downloadedAt = downloadedAt
+    }
+}
+
+/// What the ledger remembers of a stored file.
+public struct StoredRecord: Sendable, Hashable {
+    /// What ``Sink/store(_:as:)`` answered.
+    public var location: String
+    public var size: Int64
+    public var sha256: String?
+
+    public init(location: String, size: Int64, sha256: String?) {
+        self.location = location
+        self.size = size
+        self.sha256 = sha256
+    }
 }
 
 /// Where a sink decided to put an asset.

@@ -12,7 +12,9 @@ import Foundation
 /// * A body shorter than its `Content-Length` is ``TransportError/Code/truncated``, never a
 ///   success; the bytes that did arrive stay in the file.
 /// * A status other than 200 or 206 from `download`, after redirects, is
-///   ``TransportError/Code/httpStatus(_:)`` and leaves the destination's kept bytes unchanged.
+///   ``TransportError/Code/httpStatus(_:)`` with the response's headers, and leaves the
+///   destination's kept bytes unchanged.
+/// * `request.onResponse`, when set, is called once a 200 or 206 arrives, before its body is written.
 /// * Task cancellation reaches the transfer: a cancelled `send` or `download` stops promptly,
 ///   frees its connection and throws ``TransportError/Code/cancelled`` (or `CancellationError`).
 /// * The same instance serves many concurrent calls, and reuses connections between them.
@@ -52,7 +54,7 @@ public struct TransportError: Error, Sendable, CustomStringConvertible {
         case connectionFailed
         case httpStatus(Int)
         case truncated(expected: Int64, received: Int64)
-        case bodyTooLarge(limit: Int)
+        case bodyTooLarge(limit: Int64)
         case fileError
         case cancelled
         case other
@@ -62,11 +64,14 @@ public struct TransportError: Error, Sendable, CustomStringConvertible {
     public var url: URL?
     /// The underlying library's own words, when it had some.
     public var detail: String?
+    /// The response's headers, for an ``Code/httpStatus(_:)`` (a 416's `Content-Range`, a 429's `Retry-After`).
+    public var headers: HTTPHeaders?
 
-    public init(_ code: Code, url: URL?, detail: String? = nil) {
+    public init(_ code: Code, url: URL?, detail: String? = nil, headers: HTTPHeaders? = nil) {
         self.code = code
         self.url = url
         self.detail = detail
+        self.headers = headers
     }
 
     /// The HTTP status, when the error is one.
@@ -80,13 +85,14 @@ public struct TransportError: Error, Sendable, CustomStringConvertible {
         case .invalidURL: what = "not a valid URL"
         case .unsupportedScheme(let scheme):
             what = "refused scheme \"\(scheme)\": only http and https are fetched, redirects included"
-        case .tooManyRedirects(let limit): what = "more than \(limit) redirects (raise max-redirects if this is expected)"
+        case .tooManyRedirects(let limit):
+            what = "more than \(limit) redirects (raise max-redirects if this is expected)"
         case .timedOut: what = "timed out (raise the transport's timeout if the server is slow)"
         case .connectionFailed: what = "could not connect"
         case .httpStatus(let status): what = "HTTP \(status)"
         case .truncated(let expected, let received):
             what = "body ended after \(received) of \(expected) bytes"
-        case .bodyTooLarge(let limit): what = "response larger than \(limit) bytes"
+        case .bodyTooLarge(let limit): what = "larger than the limit of \(limit) bytes (max-size)"
         case .fileError: what = "could not write the download to disk"
         case .cancelled: what = "cancelled"
         case .other: what = "transfer failed"
@@ -110,7 +116,9 @@ extension TransportError {
     public static func checkScheme(_ url: URL) -> TransportError? {
         if url.isFetchable { return nil }
         guard let scheme = url.scheme, !scheme.isEmpty else { return TransportError(.invalidURL, url: url) }
-        if ["http", "https"].contains(scheme.lowercased()) { return TransportError(.invalidURL, url: url, detail: "no host") }
+        if ["http", "https"].contains(scheme.lowercased()) {
+            return TransportError(.invalidURL, url: url, detail: "no host")
+        }
         return TransportError(.unsupportedScheme(scheme), url: url)
     }
 }

@@ -38,16 +38,55 @@ struct DecodingTests {
 
     /// One record of each kind, shaped as the API sends them (FACTS.md: what each kind lacks).
     static let kinds: [(name: String, json: String, id: String?, title: String, skipped: Bool)] = [
-        ("music video", #"{"wrapperType":"track","kind":"music-video","artistId":1,"trackId":21,"artistName":"A","trackName":"Clip","previewUrl":"https://video-ssl.example/clip.m4v","trackTimeMillis":240000,"primaryGenreName":"Pop"}"#, "21", "Clip", false),
-        ("audiobook", #"{"wrapperType":"audiobook","artistId":2,"collectionId":31,"artistName":"Reader","collectionName":"The Book","previewUrl":"https://audio-ssl.example/b.std.aac.p.m4a","releaseDate":"2011-03-01T08:00:00Z"}"#, "31", "The Book", false),
-        ("ebook", #"{"kind":"ebook","trackId":41,"trackName":"E-Book","artistName":"Author","genres":["Fiction"],"releaseDate":"2012-05-05"}"#, "41", "E-Book", true),
-        ("podcast", #"{"wrapperType":"track","kind":"podcast","collectionId":51,"trackId":51,"artistName":"Host","collectionName":"Show","trackName":"Show","feedUrl":"https://example.com/feed"}"#, "51", "Show", true),
-        ("feature movie", #"{"wrapperType":"track","kind":"feature-movie","trackId":61,"artistName":"Director","trackName":"Film","previewUrl":"https://video-ssl.example/film.m4v","trackTimeMillis":5400000,"contentAdvisoryRating":"PG"}"#, "61", "Film", false),
-        ("tv episode", #"{"wrapperType":"track","kind":"tv-episode","artistId":7,"collectionId":71,"trackId":72,"artistName":"Network","collectionName":"Season 1","trackName":"Pilot","previewUrl":"https://video-ssl.example/p.m4v"}"#, "72", "Pilot", false),
-        ("software", #"{"kind":"software","trackId":81,"trackName":"App","artistName":"Dev","genres":["Games"],"artworkUrl512":"https://is1.example/512x512bb.jpg"}"#, "81", "App", true),
-        ("artist", #"{"wrapperType":"artist","artistType":"Artist","artistId":91,"artistName":"Band"}"#, "91", "Band", true),
-        ("collection", #"{"wrapperType":"collection","collectionType":"Album","artistId":91,"collectionId":92,"artistName":"Band","collectionName":"Record"}"#, "92", "Record", true),
-        ("wrong types and unknown fields", #"{"wrapperType":"track","kind":"song","trackId":"101","trackName":"Odd","trackNumber":"x","trackTimeMillis":1.0e5,"previewUrl":"https://a.example/o.m4a","brandNewField":{"x":[1,2]}}"#, "101", "Odd", false),
+        (
+            "music video",
+            #"{"wrapperType":"track","kind":"music-video","artistId":1,"trackId":21,"artistName":"A","trackName":"Clip","previewUrl":"https://video-ssl.example/clip.m4v","trackTimeMillis":240000,"primaryGenreName":"Pop"}"#,
+            "21", "Clip", false
+        ),
+        (
+            "audiobook",
+            #"{"wrapperType":"audiobook","artistId":2,"collectionId":31,"artistName":"Reader","collectionName":"The Book","previewUrl":"https://audio-ssl.example/b.std.aac.p.m4a","releaseDate":"2011-03-01T08:00:00Z"}"#,
+            "31", "The Book", false
+        ),
+        (
+            "ebook",
+            #"{"kind":"ebook","trackId":41,"trackName":"E-Book","artistName":"Author","genres":["Fiction"],"releaseDate":"2012-05-05"}"#,
+            "41", "E-Book", true
+        ),
+        (
+            "podcast",
+            #"{"wrapperType":"track","kind":"podcast","collectionId":51,"trackId":51,"artistName":"Host","collectionName":"Show","trackName":"Show","feedUrl":"https://example.com/feed"}"#,
+            "51", "Show", true
+        ),
+        (
+            "feature movie",
+            #"{"wrapperType":"track","kind":"feature-movie","trackId":61,"artistName":"Director","trackName":"Film","previewUrl":"https://video-ssl.example/film.m4v","trackTimeMillis":5400000,"contentAdvisoryRating":"PG"}"#,
+            "61", "Film", false
+        ),
+        (
+            "tv episode",
+            #"{"wrapperType":"track","kind":"tv-episode","artistId":7,"collectionId":71,"trackId":72,"artistName":"Network","collectionName":"Season 1","trackName":"Pilot","previewUrl":"https://video-ssl.example/p.m4v"}"#,
+            "72", "Pilot", false
+        ),
+        (
+            "software",
+            #"{"kind":"software","trackId":81,"trackName":"App","artistName":"Dev","genres":["Games"],"artworkUrl512":"https://is1.example/512x512bb.jpg"}"#,
+            "81", "App", true
+        ),
+        (
+            "artist", #"{"wrapperType":"artist","artistType":"Artist","artistId":91,"artistName":"Band"}"#, "91",
+            "Band", true
+        ),
+        (
+            "collection",
+            #"{"wrapperType":"collection","collectionType":"Album","artistId":91,"collectionId":92,"artistName":"Band","collectionName":"Record"}"#,
+            "92", "Record", true
+        ),
+        (
+            "wrong types and unknown fields",
+            #"{"wrapperType":"track","kind":"song","trackId":"101","trackName":"Odd","trackNumber":"x","trackTimeMillis":1.0e5,"previewUrl":"https://a.example/o.m4a","brandNewField":{"x":[1,2]}}"#,
+            "101", "Odd", false
+        ),
     ]
 
     @Test(arguments: kinds.indices)
@@ -98,8 +137,9 @@ struct DecodingTests {
     }
 
     @Test func theAPIErrorFixtureYieldsItsMessage() throws {
-        let response = HTTPResponse(status: 400, headers: [:], url: URL(string: "http://127.0.0.1/search")!,
-                                    body: try Self.fixture("error-400"))
+        let response = HTTPResponse(
+            status: 400, headers: [:], url: URL(string: "http://127.0.0.1/search")!,
+            body: try Self.fixture("error-400"))
         #expect(ITunesSource.errorMessage(response) == "Invalid value(s) for key(s): [resultEntity]")
     }
 

@@ -39,7 +39,9 @@ struct PipelineTests {
             throw TransportError(.other, url: request.url)
         }
 
-        func download(_ request: DownloadRequest, progress: @escaping @Sendable (DownloadProgress) -> Void)
+        func download(
+            _ request: DownloadRequest, progress: @escaping @Sendable (DownloadProgress) -> Void
+        )
             async throws -> DownloadResult
         {
             running.withLock {
@@ -60,8 +62,9 @@ struct PipelineTests {
             try bytes.write(to: request.destination)
             progress(DownloadProgress(received: Int64(bytes.count), expected: Int64(bytes.count)))
             let size = Int64(bytes.count) + (misreportSize ? 1 : 0)
-            return DownloadResult(status: 200, headers: [:], url: request.url, bytesWritten: size, fileSize: size,
-                                  validator: nil, restarted: false)
+            return DownloadResult(
+                status: 200, headers: [:], url: request.url, bytesWritten: size, fileSize: size,
+                validator: nil, restarted: false)
         }
     }
 
@@ -74,9 +77,10 @@ struct PipelineTests {
             return StoragePlan(item: item.ref, asset: asset, relativePath: "\(item.id).bin")
         }
 
-        func store(_ file: URL, as plan: StoragePlan) async throws -> String {
-            let data = try Data(contentsOf: file)
-            try FileManager.default.removeItem(at: file)
+        func store(_ file: StagedFile, as plan: StoragePlan) async throws -> String {
+            let data = try Data(contentsOf: file.url)
+            #expect(file.sha256 == SHA256.hex(of: data))
+            try FileManager.default.removeItem(at: file.url)
             stored.withLock { $0[plan.relativePath] = data }
             return plan.relativePath
         }
@@ -84,7 +88,9 @@ struct PipelineTests {
 
     static func items(_ count: Int) -> [SourceOutput] {
         (1...count).map { index in
-            .item(MediaItem(id: String(index), title: "Song \(index)", previewURL: URL(string: "http://127.0.0.1/\(index)")))
+            .item(
+                MediaItem(
+                    id: String(index), title: "Song \(index)", previewURL: URL(string: "http://127.0.0.1/\(index)")))
         }
     }
 
@@ -92,11 +98,15 @@ struct PipelineTests {
         FileManager.default.temporaryDirectory.appendingPathComponent("mediafetch-pipeline-\(UUID().uuidString)")
     }
 
-    static func run(_ source: any Source, _ transport: FakeTransport, _ sink: MemorySink, staging: URL = staging())
+    static func run(
+        _ source: any Source, _ transport: FakeTransport, _ sink: MemorySink, staging: URL = staging()
+    )
         async -> RunSummary
     {
-        await Pipeline(source: source, transport: transport, sink: sink,
-                       options: .init(concurrency: transport.maxConcurrentTransfers, stagingDirectory: staging)).run()
+        await Pipeline(
+            source: source, transport: transport, sink: sink,
+            options: .init(concurrency: transport.maxConcurrentTransfers, stagingDirectory: staging)
+        ).run()
     }
 
     @Test(arguments: [1, 3, 16])
@@ -136,7 +146,8 @@ struct PipelineTests {
 
     @Test func aSizeTheFileDoesNotHaveIsNeverStored() async throws {
         let sink = MemorySink()
-        let summary = await Self.run(ListSource(outputs: Self.items(3)), FakeTransport(concurrency: 2, misreportSize: true), sink)
+        let summary = await Self.run(
+            ListSource(outputs: Self.items(3)), FakeTransport(concurrency: 2, misreportSize: true), sink)
         #expect(summary.stored == 0)
         #expect(summary.failed == 3)
         #expect(sink.stored.withLock { $0.isEmpty })
@@ -144,18 +155,20 @@ struct PipelineTests {
 
     @Test func aSourceFailureKeepsWhatWasFoundAndExitsThree() async throws {
         let sink = MemorySink()
-        let summary = await Self.run(ListSource(outputs: Self.items(6), failAfter: 4), FakeTransport(concurrency: 2), sink)
+        let summary = await Self.run(
+            ListSource(outputs: Self.items(6), failAfter: 4), FakeTransport(concurrency: 2), sink)
         #expect(summary.stored == 4)
         #expect(summary.sourceError == "the catalog went away")
         #expect(summary.exitCode == 3)
     }
 
     @Test func skippedAndFailedEntriesFromTheSourceAreCounted() async throws {
-        let outputs: [SourceOutput] = Self.items(2) + [
-            .skipped(ItemRef(id: "p", title: "Podcast"), reason: "no preview URL"),
-            .failed(ItemRef(id: "x", title: "line 3"), url: nil, reason: "not a URL"),
-            .item(MediaItem(id: "np", title: "No preview")),
-        ]
+        let outputs: [SourceOutput] =
+            Self.items(2) + [
+                .skipped(ItemRef(id: "p", title: "Podcast"), reason: "no preview URL"),
+                .failed(ItemRef(id: "x", title: "line 3"), url: nil, reason: "not a URL"),
+                .item(MediaItem(id: "np", title: "No preview")),
+            ]
         let summary = await Self.run(ListSource(outputs: outputs), FakeTransport(concurrency: 2), MemorySink())
         #expect(summary.stored == 2)
         #expect(summary.skipped == 2)
@@ -182,5 +195,20 @@ struct PipelineTests {
         #expect(summary.failed == 0)
         #expect(sink.stored.withLock { $0.isEmpty })
         #expect(try FileManager.default.contentsOfDirectory(atPath: staging.path).isEmpty)
+    }
+
+    @Test func theFailureBudgetStopsARunGoingWrong() async throws {
+        let everything = Set((1...40).map(String.init))
+        let transport = FakeTransport(concurrency: 2, failing: everything)
+        let summary = await Pipeline(
+            source: ListSource(outputs: Self.items(40)), transport: transport, sink: MemorySink(),
+            options: .init(concurrency: 2, stagingDirectory: Self.staging(), policy: DownloadPolicy(maxFailures: 3))
+        ).run()
+        #expect(summary.stopReason?.contains("max-failures") == true)
+        #expect(!summary.interrupted)
+        #expect(summary.sourceError == nil)
+        #expect(summary.exitCode == 1)
+        // The budget is checked before each new item, so at most the items in flight fail past it.
+        #expect((3...4).contains(summary.failed))
     }
 }

@@ -9,8 +9,12 @@ struct URLListSourceTests {
     /// The source makes no network call itself, so any transport will do; this one refuses everything.
     struct NoNetwork: Transport {
         var maxConcurrentTransfers: Int { 1 }
-        func send(_ request: HTTPRequest) async throws -> HTTPResponse { throw TransportError(.other, url: request.url) }
-        func download(_ request: DownloadRequest, progress: @escaping @Sendable (DownloadProgress) -> Void)
+        func send(_ request: HTTPRequest) async throws -> HTTPResponse {
+            throw TransportError(.other, url: request.url)
+        }
+        func download(
+            _ request: DownloadRequest, progress: @escaping @Sendable (DownloadProgress) -> Void
+        )
             async throws -> DownloadResult
         {
             throw TransportError(.other, url: request.url)
@@ -46,16 +50,19 @@ struct URLListSourceTests {
             """
         let result = try await Self.outputs(of: text)
         #expect(result.items.map(\.title) == ["one", "Two Words", "noext"])
-        #expect(result.items.map(\.id) == [
-            "http://127.0.0.1:8000/a/one.m4a", "https://127.0.0.1/b/Two%20Words.m4a", "http://127.0.0.1/noext",
-        ])
+        #expect(
+            result.items.map(\.id) == [
+                "http://127.0.0.1:8000/a/one.m4a", "https://127.0.0.1/b/Two%20Words.m4a", "http://127.0.0.1/noext",
+            ])
         #expect(result.items[0].fileExtension(for: .preview) == "m4a")
         #expect(result.items[2].fileExtension(for: .preview) == "")
         #expect(result.skipped.isEmpty && result.failed.isEmpty)
     }
 
     @Test func aBadLineIsAFailureNamingFileAndLineAndTheRestGoOn() async throws {
-        let result = try await Self.outputs(of: "http://127.0.0.1/a.m4a\nftp://127.0.0.1/b.m4a\nnot a url\nfile:///etc/passwd\nhttp://127.0.0.1/c.m4a\n")
+        let result = try await Self.outputs(
+            of: "http://127.0.0.1/a.m4a\nftp://127.0.0.1/b.m4a\nnot a url\nfile:///etc/passwd\nhttp://127.0.0.1/c.m4a\n"
+        )
         #expect(result.items.count == 2)
         #expect(result.failed.count == 3)
         #expect(result.failed[0].hasPrefix("list.txt:2: \"ftp://127.0.0.1/b.m4a\" is not an http or https URL"))

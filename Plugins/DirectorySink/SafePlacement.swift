@@ -1,0 +1,232 @@
+import Foundation
+import MediaFetchCore
+
+#if canImport(Glibc)
+    import Glibc
+#elseif canImport(Darwin)
+    import Darwin
+#endif
+
+/// Moves one staged file to its final place under a root, atomically and without ever following a
+/// symbolic link below the root.
+///
+/// Why descriptors rather than paths: a path is resolved again at every call, so a link planted inside
+/// the root (`root/Artist -> /etc`) between two calls would redirect the write. Opening each directory
+/// with `openat(…, O_NOFOLLOW)` from its parent's descriptor pins the tree we checked.
+///
+/// The steps: open the root (creating it), open or create each directory level, `fsync` the staged file,
+/// `renameat` it over the final name (replacing an old file or a planted link itself, never writing
+/// through it), `fsync` the directory. Across filesystems the rename is a copy into an `O_EXCL` dot-file
+/// beside the final name, flushed and renamed; a failure removes it, and one a killed run left is removed
+/// by the next.
+struct SafePlacement {
+    var root: URL
+    var relativePath: String
+    var item: ItemRef
+
+    /// Places `staged` at `relativePath` under `root`.
+    func place(_ staged: URL) throws(SinkError) {
+        let components = try validatedComponents()
+        guard let fileName = components.last else { throw failure("the planned path is empty") }
+        var directory = try openRoot()
+        var walked: [String] = []
+        for name in components.dropLast() {
+            walked.append(name)
+            directory = try openChild(name, of: directory, walked: walked)
+        }
+        try checkStaged(staged)
+
+        // The staged file is complete: flushed where it is, one rename puts it in place (replacing an old file
+        // or a planted link itself). Nothing is ever half-written under a final name, and a crash leaves no
+        // litter in the user's tree.
+        try syncStaged(staged)
+        if renameat(AT_FDCWD, staged.path, directory.raw, fileName) != 0 {
+            let code = errno
+            guard code == EXDEV else { throw failure("cannot move the file into place: \(reason(code))") }
+            try copyIn(staged, as: fileName, into: directory)
+        }
+        guard fsync(directory.raw) == 0 else {
+            throw failure("stored, but the folder could not be flushed to disk: \(errorText(errno))")
+        }
+    }
+
+    /// Across filesystems: a copy under a temporary name next to the final one, flushed, then renamed.
+    /// The temporary name carries our process id, so a later run can tell a dead run's leftover from a
+    /// live one's and remove it.
+    func copyIn(_ staged: URL, as fileName: String, into directory: borrowing FileDescriptor) throws(SinkError) {
+        removeLeftovers(in: directory)
+        let temporary = "\(Self.temporaryPrefix)\(getpid())-\(UUID().uuidString.lowercased()).part"
+        do throws(SinkError) {
+            try copy(staged, to: temporary, in: directory)
+            try syncFile(temporary, in: directory)
+            guard renameat(directory.raw, temporary, directory.raw, fileName) == 0 else {
+                throw failure("cannot move the file into place: \(reason(errno))")
+            }
+        } catch {
+            // The final name still holds whatever it held before; only our temporary goes.
+            _ = unlinkat(directory.raw, temporary, 0)
+            throw error
+        }
+        // The staged copy is ours to delete; if that fails it is only a leftover in the state folder.
+        _ = unlink(staged.path)
+    }
+
+    static let temporaryPrefix = ".mediafetch-"
+
+    /// Removes temporaries that a killed run left in `directory` (their process is gone).
+    func removeLeftovers(in directory: borrowing FileDescriptor) {
+        let raw = openat(directory.raw, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC)
+        guard raw >= 0, let stream = fdopendir(raw) else { return }
+        defer { closedir(stream) }
+        while let entry = readdir(stream) {
+            let name = withUnsafeBytes(of: entry.pointee.d_name) { bytes in
+                String(decoding: bytes.prefix { $0 != 0 }, as: UTF8.self)
+            }
+            guard name.hasPrefix(Self.temporaryPrefix), name.hasSuffix(".part") else { continue }
+            let pidText = name.dropFirst(Self.temporaryPrefix.count).prefix { $0 != "-" }
+            guard let pid = pid_t(pidText), pid != getpid(), kill(pid, 0) != 0, errno == ESRCH else { continue }
+            _ = unlinkat(dirfd(stream), name, 0)
+        }
+    }
+
+    private func reason(_ code: Int32) -> String {
+        code == EISDIR || code == ENOTEMPTY || code == EEXIST ? "a directory is in the way" : errorText(code)
+    }
+
+    /// Flushes the staged file's data before it gets its final name.
+    func syncStaged(_ staged: URL) throws(SinkError) {
+        let raw = open(staged.path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC)
+        guard raw >= 0 else { throw failure("cannot read the downloaded file: \(errorText(errno))") }
+        let file = FileDescriptor(raw)
+        guard fsync(file.raw) == 0 else { throw failure("cannot flush the file to disk: \(errorText(errno))") }
+    }
+
+    // MARK: - Steps
+
+    /// The planned path's components, refusing anything a sink's own planner would never produce (a plan
+    /// can come from a ledger written by another version).
+    func validatedComponents() throws(SinkError) -> [String] {
+        let components = relativePath.split(separator: "/", omittingEmptySubsequences: false).map(String.init)
+        for name in components {
+            if name.isEmpty || name == "." || name == ".." || name.utf8.contains(0) || name.utf8.count > 255 {
+                throw failure("the planned path is not a safe relative path")
+            }
+        }
+        return components
+    }
+
+    /// Opens the root, creating it and its parents when missing. The root itself may be a link: the user
+    /// chose it.
+    func openRoot() throws(SinkError) -> FileDescriptor {
+        let flags = O_RDONLY | O_DIRECTORY | O_CLOEXEC
+        var descriptor = open(root.path, flags)
+        if descriptor < 0 && errno == ENOENT {
+            do {
+                try FileManager.default.createDirectory(at: root, withIntermediateDirectories: true)
+            } catch {
+                throw failure("cannot create the folder \(root.path): \(error.localizedDescription)")
+            }
+            descriptor = open(root.path, flags)
+        }
+        guard descriptor >= 0 else { throw failure("cannot open the folder \(root.path): \(errorText(errno))") }
+        return FileDescriptor(descriptor)
+    }
+
+    /// Opens directory `name` below `parent` without following a link, creating it when missing.
+    func openChild(
+        _ name: String, of parent: borrowing FileDescriptor, walked: [String]
+    ) throws(SinkError)
+        -> FileDescriptor
+    {
+        let flags = O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC
+        var descriptor = openat(parent.raw, name, flags)
+        if descriptor < 0 && errno == ENOENT {
+            if mkdirat(parent.raw, name, 0o777) == 0 {
+                // The new entry must survive a crash along with the file that will be in it.
+                guard fsync(parent.raw) == 0 else {
+                    throw failure("cannot flush the folder of \(walked.joined(separator: "/")): \(errorText(errno))")
+                }
+            } else if errno != EEXIST {
+                // EEXIST: a concurrent store made it first, which is fine.
+                throw failure("cannot create the folder \(walked.joined(separator: "/")): \(errorText(errno))")
+            }
+            descriptor = openat(parent.raw, name, flags)
+        }
+        guard descriptor >= 0 else {
+            let code = errno
+            throw failure("cannot use \(walked.joined(separator: "/")): " + describeBlocker(name, in: parent, code))
+        }
+        return FileDescriptor(descriptor)
+    }
+
+    /// Says why an existing `name` cannot be used as a directory, without touching it.
+    func describeBlocker(_ name: String, in parent: borrowing FileDescriptor, _ code: Int32) -> String {
+        var info = stat()
+        guard fstatat(parent.raw, name, &info, AT_SYMLINK_NOFOLLOW) == 0 else { return errorText(code) }
+        switch info.st_mode & S_IFMT {
+        case S_IFLNK:
+            return "it is a symbolic link; links inside the sink's folder are not followed, so nothing can be "
+                + "written outside it (remove the link or choose another folder)"
+        case S_IFDIR:
+            return errorText(code)
+        default:
+            return "it exists and is not a folder"
+        }
+    }
+
+    /// The staged file must be a plain file: a link there would make us store whatever it points at.
+    func checkStaged(_ staged: URL) throws(SinkError) {
+        var info = stat()
+        guard lstat(staged.path, &info) == 0 else {
+            throw failure("cannot read the downloaded file \(staged.path): \(errorText(errno))")
+        }
+        guard info.st_mode & S_IFMT == S_IFREG else {
+            throw failure("the downloaded file \(staged.path) is not a plain file")
+        }
+    }
+
+    /// Copies `staged` into a new file that `O_EXCL | O_NOFOLLOW` guarantee is ours alone.
+    func copy(_ staged: URL, to temporary: String, in directory: borrowing FileDescriptor) throws(SinkError) {
+        let sourceRaw = open(staged.path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC)
+        guard sourceRaw >= 0 else { throw failure("cannot read the downloaded file: \(errorText(errno))") }
+        let source = FileDescriptor(sourceRaw)
+        let createFlags = O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC
+        let targetRaw = openat(directory.raw, temporary, createFlags, 0o666)
+        guard targetRaw >= 0 else { throw failure("cannot create a temporary file: \(errorText(errno))") }
+        let target = FileDescriptor(targetRaw)
+        var buffer = [UInt8](repeating: 0, count: 1 << 16)
+        while true {
+            let count = buffer.withUnsafeMutableBytes { read(source.raw, $0.baseAddress, $0.count) }
+            if count < 0 {
+                if errno == EINTR { continue }
+                throw failure("cannot read the downloaded file: \(errorText(errno))")
+            }
+            if count == 0 { break }
+            var written = 0
+            while written < count {
+                let result = buffer.withUnsafeBytes { bytes in
+                    write(target.raw, bytes.baseAddress.map { $0 + written }, count - written)
+                }
+                if result < 0 {
+                    if errno == EINTR { continue }
+                    throw failure("cannot write the file: \(errorText(errno))")
+                }
+                written += result
+            }
+        }
+        let closeError = target.closeChecked()
+        guard closeError == 0 else { throw failure("cannot write the file: \(errorText(closeError))") }
+    }
+
+    /// Flushes the temporary file's data, so the rename never exposes a name with missing content.
+    func syncFile(_ name: String, in directory: borrowing FileDescriptor) throws(SinkError) {
+        let raw = openat(directory.raw, name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC)
+        guard raw >= 0 else { throw failure("cannot reopen the temporary file: \(errorText(errno))") }
+        let file = FileDescriptor(raw)
+        guard fsync(file.raw) == 0 else { throw failure("cannot flush the file to disk: \(errorText(errno))") }
+    }
+
+    func failure(_ reason: String) -> SinkError {
+        SinkError("cannot store \(item) as \(relativePath) in \(root.path): \(reason)")
+    }
+}

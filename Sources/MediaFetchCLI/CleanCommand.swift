@@ -1,0 +1,37 @@
+import Foundation
+import MediaFetchCore
+
+/// `mediafetch clean CONFIG`: cancel what is half done.
+enum CleanCommand {
+    static let help = """
+        Usage: mediafetch clean CONFIG [--set KEY=VALUE]... [--all]
+
+        Discards partial downloads, so the next run starts them from zero. Stored files are never touched.
+          --all   forget the ledger too: the next run fetches everything again
+        """
+
+    static func run(_ words: [String]) throws -> Int32 {
+        let arguments = try Arguments(words, valued: ["--set"], bare: ["--all"])
+        guard arguments.positional.count == 1 else { throw UsageError("clean takes one CONFIG file") }
+        let spec = try ConfigLoader.load(
+            path: arguments.positional[0], overrides: arguments.all("--set"), registry: BundledPlugins.registry)
+        let files = FileManager.default
+        let staging = Pipeline.stagingDirectory(state: spec.stateDirectory)
+        let partials = ((try? files.contentsOfDirectory(atPath: staging.path)) ?? []).filter { $0.hasSuffix(".part") }
+        for name in partials { try files.removeItem(at: staging.appendingPathComponent(name)) }
+        print("removed \(partials.count) partial download\(partials.count == 1 ? "" : "s")")
+
+        let ledgerFile = spec.stateDirectory.appendingPathComponent(Ledger.fileName)
+        guard files.fileExists(atPath: ledgerFile.path) else { return CLI.ExitCode.success }
+        if arguments.has("--all") {
+            for suffix in ["", "-wal", "-shm"] {
+                let url = URL(fileURLWithPath: ledgerFile.path + suffix)
+                if files.fileExists(atPath: url.path) { try files.removeItem(at: url) }
+            }
+            print("forgot the ledger \(ledgerFile.path)")
+        } else {
+            try Ledger(directory: spec.stateDirectory).forgetPartials()
+        }
+        return CLI.ExitCode.success
+    }
+}

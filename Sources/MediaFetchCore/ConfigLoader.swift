@@ -1,4 +1,0 @@
-import Foundation
-
-/// Reads a YAML config into a validated ``PipelineSpec``. (Being implemented.)
-public enum ConfigLoader {}

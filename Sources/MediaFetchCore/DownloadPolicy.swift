@@ -1,0 +1,134 @@
+import Foundation
+
+/// How the pipeline treats each download, whatever the transport: retries, size and type limits,
+/// and a run-wide failure budget. The config's optional `download:` section.
+public struct DownloadPolicy: Sendable, Hashable {
+    /// Attempts after the first, for errors worth retrying.
+    public var retries: Int
+    /// The longest single wait between attempts, `Retry-After` included.
+    public var retryMaxWait: Duration
+    /// The longest an item may spend retrying in all.
+    public var retryBudget: Duration
+    /// The first backoff step; each retry waits a random time up to this doubled per attempt ("full jitter").
+    public var retryBase: Duration
+    /// A file larger than this is abandoned and nothing is stored.
+    public var maxSize: Int64?
+    /// Content types a preview may have (`audio/*` matches any audio type); empty accepts any.
+    public var previewTypes: [String]
+    /// Content types artwork may have.
+    public var artworkTypes: [String]
+    /// The run stops starting new items after this many failures; 0 never stops.
+    public var maxFailures: Int
+
+    public init(
+        retries: Int = 3,
+        retryMaxWait: Duration = .seconds(60),
+        retryBudget: Duration = .seconds(300),
+        retryBase: Duration = .milliseconds(500),
+        maxSize: Int64? = nil,
+        previewTypes: [String] = DownloadPolicy.defaultPreviewTypes,
+        artworkTypes: [String] = DownloadPolicy.defaultArtworkTypes,
+        maxFailures: Int = 0
+    ) {
+        self.retries = retries
+        self.retryMaxWait = retryMaxWait
+        self.retryBudget = retryBudget
+        self.retryBase = retryBase
+        self.maxSize = maxSize
+        self.previewTypes = previewTypes
+        self.artworkTypes = artworkTypes
+        self.maxFailures = maxFailures
+    }
+
+    public static let defaultPreviewTypes = ["audio/*", "video/*", "application/octet-stream", "binary/octet-stream"]
+    public static let defaultArtworkTypes = ["image/*", "application/octet-stream", "binary/octet-stream"]
+
+    /// The section's keys, validated by the config loader like a plugin's.
+    public static let options: [OptionSpec] = [
+        OptionSpec(
+            "retries", .integer(0...20), default: .integer(3),
+            doc: "Attempts after the first for connection errors, timeouts, truncated bodies and HTTP 408, 429, "
+                + "500, 502, 503, 504; a retry goes on from the bytes already received."),
+        OptionSpec(
+            "retry-max-wait", .duration, default: .duration(.seconds(60)),
+            doc: "The longest wait between two attempts, a server's Retry-After included."),
+        OptionSpec(
+            "retry-budget", .duration, default: .duration(.seconds(300)),
+            doc: "The longest one item may spend on retries in all."),
+        OptionSpec(
+            "max-size", .byteSize,
+            doc: "A file larger than this is abandoned and nothing is stored; no limit when left out."),
+        OptionSpec(
+            "preview-types", .stringList, default: .list(defaultPreviewTypes),
+            doc: "Content types a preview may be served as (`audio/*` matches any audio type); an HTML error "
+                + "page served with 200 is not a preview. An empty list accepts anything."),
+        OptionSpec(
+            "artwork-types", .stringList, default: .list(defaultArtworkTypes),
+            doc: "Content types artwork may be served as."),
+        OptionSpec(
+            "max-failures", .integer(0...1_000_000), default: .integer(0),
+            doc: "Stop starting new items once this many have failed, so a run going badly wrong ends early; "
+                + "0 never stops."),
+    ]
+
+    /// The policy a validated `download:` section describes.
+    public init(options: PluginOptions) {
+        self.init(
+            retries: options.integer("retries") ?? 3,
+            retryMaxWait: options.duration("retry-max-wait") ?? .seconds(60),
+            retryBudget: options.duration("retry-budget") ?? .seconds(300),
+            maxSize: options.integer("max-size").map(Int64.init),
+            previewTypes: options.list("preview-types") ?? Self.defaultPreviewTypes,
+            artworkTypes: options.list("artwork-types") ?? Self.defaultArtworkTypes,
+            maxFailures: options.integer("max-failures") ?? 0)
+    }
+
+    /// Whether a content type is one `asset` may have. A missing type is given the benefit of the doubt.
+    public func accepts(contentType: String?, for asset: AssetKind) -> Bool {
+        let patterns = asset == .preview ? previewTypes : artworkTypes
+        guard !patterns.isEmpty, let contentType else { return true }
+        let type =
+            contentType.split(separator: ";").first.map { $0.trimmingCharacters(in: .whitespaces).lowercased() }
+            ?? ""
+        return patterns.contains { pattern in
+            let pattern = pattern.lowercased()
+            if pattern.hasSuffix("/*") { return type.hasPrefix(pattern.dropLast()) }
+            return type == pattern
+        }
+    }
+
+    /// Whether an error is worth another attempt.
+    public static func isRetryable(_ error: TransportError) -> Bool {
+        switch error.code {
+        case .connectionFailed, .timedOut, .truncated, .other: true
+        case .httpStatus(let status): [408, 429, 500, 502, 503, 504].contains(status)
+        case .invalidURL, .unsupportedScheme, .tooManyRedirects, .bodyTooLarge, .fileError, .cancelled: false
+        }
+    }
+
+    /// How long to wait before retry number `attempt` (1-based): a server's `Retry-After` when it sent
+    /// one, else a random time up to the exponential step (full jitter), never above `retryMaxWait`.
+    public func delay(
+        attempt: Int, retryAfter: String?, now: Date = Date(),
+        random: (Double) -> Double = { Double.random(in: 0...$0) }
+    ) -> Duration {
+        if let retryAfter, let seconds = Self.parseRetryAfter(retryAfter, now: now) {
+            return min(.milliseconds(Int64(seconds * 1000)), retryMaxWait)
+        }
+        let step = retryBase.seconds * pow(2, Double(max(0, attempt - 1)))
+        let capped = min(step, retryMaxWait.seconds)
+        return .milliseconds(Int64(random(capped) * 1000))
+    }
+
+    /// `Retry-After` in seconds: a whole number of seconds, or an HTTP date (RFC 9110).
+    public static func parseRetryAfter(_ value: String, now: Date = Date()) -> Double? {
+        let trimmed = value.trimmingCharacters(in: .whitespaces)
+        if let seconds = Int(trimmed) { return Double(max(0, seconds)) }
+        let formatter = DateFormatter()
+        formatter.locale = Locale(identifier: "en_US_POSIX")
+        formatter.timeZone = TimeZone(identifier: "GMT")
+        formatter.dateFormat = "EEE, dd MMM yyyy HH:mm:ss zzz"
+        guard let date = formatter.date(from: trimmed) else { return nil }
+        return max(0, date.timeIntervalSince(now))
+    }
+}

@@ -1,0 +1,312 @@
+import Foundation
+import Synchronization
+
+/// The memory between runs, in SQLite (WAL) in the run's state directory: per item and asset what
+/// was stored where, what is partial and with which validator, what failed and why.
+///
+/// Writes are queued and committed in batches (a transaction per batch, not per event); a batch is
+/// written when it is big or old enough, and always by ``flush()``. Losing the last batch in a
+/// crash only means re-fetching what it recorded: an item is recorded stored only after the sink
+/// committed it, so the ledger never claims more than is on disk.
+public final class Ledger: Sendable {
+    public static let fileName = "ledger.sqlite"
+
+    /// Each migration brings the schema from its index to the next version.
+    static let migrations = [
+        """
+        CREATE TABLE items (
+            source TEXT NOT NULL,
+            item_id TEXT NOT NULL,
+            asset TEXT NOT NULL,
+            title TEXT NOT NULL DEFAULT '',
+            url TEXT NOT NULL,
+            etag TEXT,
+            last_modified TEXT,
+            expected_bytes INTEGER,
+            received_bytes INTEGER NOT NULL DEFAULT 0,
+            sha256 TEXT,
+            status TEXT NOT NULL CHECK (status IN ('pending', 'partial', 'stored', 'failed')),
+            reason TEXT,
+            attempts INTEGER NOT NULL DEFAULT 0,
+            location TEXT,
+            updated_at REAL NOT NULL,
+            PRIMARY KEY (source, item_id, asset)
+        ) WITHOUT ROWID;
+        CREATE INDEX items_by_status ON items (status);
+        """
+    ]
+
+    private struct State {
+        var database: SQLiteDatabase
+        var pending: [Write] = []
+        var lastFlush = ContinuousClock.now
+    }
+
+    private enum Write {
+        case begin(LedgerKey, title: String, url: String)
+        case responded(LedgerKey, validator: Validator?, expected: Int64?)
+        case stored(LedgerKey, StoredRecord)
+        case failed(LedgerKey, reason: String, received: Int64)
+        case paused(LedgerKey, received: Int64)
+    }
+
+    private let state: Mutex<State>
+    public let url: URL
+    private let batchSize: Int
+    private let batchAge: Duration
+
+    /// Opens (creating, migrating) the ledger in `directory`.
+    /// - Throws: ``LedgerError`` naming the file: unreadable, or written by a newer MediaFetch.
+    public init(directory: URL, batchSize: Int = 256, batchAge: Duration = .milliseconds(250)) throws {
+        do {
+            try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        } catch {
+            throw LedgerError("cannot create the state directory \(directory.path): \(error.localizedDescription)")
+        }
+        url = directory.appendingPathComponent(Self.fileName)
+        let database = try SQLiteDatabase(path: url.path)
+        try database.execute("PRAGMA journal_mode = WAL; PRAGMA synchronous = NORMAL;")
+        try Self.migrate(database)
+        state = Mutex(State(database: database))
+        self.batchSize = batchSize
+        self.batchAge = batchAge
+    }
+
+    static func migrate(_ database: SQLiteDatabase) throws {
+        let version = try database.userVersion
+        guard version <= migrations.count else {
+            throw LedgerError(
+                "the ledger \(database.path) has schema version \(version), newer than this build "
+                    + "knows (\(migrations.count)); use a newer mediafetch, or `mediafetch clean --all` to start over")
+        }
+        for (index, sql) in migrations.enumerated().dropFirst(version) {
+            try database.transaction {
+                try database.execute(sql)
+                try database.execute("PRAGMA user_version = \(index + 1)")
+            }
+        }
+    }
+
+    // MARK: Reading
+
+    /// What the ledger knows of one asset; pending writes are committed first.
+    public func entry(_ key: LedgerKey) throws -> LedgerEntry? {
+        try state.withLock { state in
+            try Self.commit(&state)
+            let statement = try state.database.prepare(Self.select + " WHERE source = ? AND item_id = ? AND asset = ?")
+            return try statement.rows([.text(key.source), .text(key.itemID), .text(key.asset.rawValue)], Self.read)
+                .first
+        }
+    }
+
+    /// Every entry, ordered by key for a stable listing.
+    public func entries() throws -> [LedgerEntry] {
+        try state.withLock { state in
+            try Self.commit(&state)
+            return try state.database.prepare(Self.select + " ORDER BY source, item_id, asset").rows([], Self.read)
+        }
+    }
+
+    /// Every entry of one source, by key: one query at the start of a run instead of one per item.
+    public func entries(source: String) throws -> [LedgerKey: LedgerEntry] {
+        try state.withLock { state in
+            try Self.commit(&state)
+            let rows = try state.database.prepare(Self.select + " WHERE source = ?").rows([.text(source)], Self.read)
+            return Dictionary(rows.map { ($0.key, $0) }, uniquingKeysWith: { first, _ in first })
+        }
+    }
+
+    private static let select = """
+        SELECT source, item_id, asset, title, url, etag, last_modified, expected_bytes, received_bytes, sha256,
+               status, reason, attempts, location, updated_at FROM items
+        """
+
+    private static func read(_ row: SQLiteRow) throws -> LedgerEntry {
+        guard let source = row.text(0), let itemID = row.text(1), let asset = row.text(2).flatMap(AssetKind.init),
+            let status = row.text(10).flatMap(LedgerStatus.init)
+        else {
+            throw LedgerError("the ledger holds a row this build cannot read; `mediafetch clean --all` starts over")
+        }
+        let etag = row.text(5)
+        let lastModified = row.text(6)
+        return LedgerEntry(
+            key: LedgerKey(source: source, itemID: itemID, asset: asset),
+            title: row.text(3) ?? "",
+            url: row.text(4) ?? "",
+            validator: etag == nil && lastModified == nil ? nil : Validator(etag: etag, lastModified: lastModified),
+            expectedBytes: row.optionalInt64(7),
+            receivedBytes: row.optionalInt64(8) ?? 0,
+            sha256: row.text(9),
+            status: status,
+            reason: row.text(11),
+            attempts: row.int(12),
+            location: row.text(13),
+            updatedAt: Date(timeIntervalSince1970: Double(row.optionalInt64(14) ?? 0)))
+    }
+
+    // MARK: Writing (queued)
+
+    /// A download of `key` is about to start.
+    public func begin(_ key: LedgerKey, title: String, url: URL) {
+        enqueue(.begin(key, title: title, url: url.absoluteString))
+    }
+
+    /// The server answered: what to resume against, and how big the whole file is.
+    public func responded(_ key: LedgerKey, validator: Validator?, expectedBytes: Int64?) {
+        enqueue(.responded(key, validator: validator, expected: expectedBytes))
+    }
+
+    /// The sink committed the file.
+    public func stored(_ key: LedgerKey, _ record: StoredRecord) { enqueue(.stored(key, record)) }
+
+    public func failed(_ key: LedgerKey, reason: String, receivedBytes: Int64) {
+        enqueue(.failed(key, reason: reason, received: receivedBytes))
+    }
+
+    /// The run stopped with `receivedBytes` of the file kept for a resume.
+    public func paused(_ key: LedgerKey, receivedBytes: Int64) { enqueue(.paused(key, received: receivedBytes)) }
+
+    /// Commits queued writes when the batch is big or old enough.
+    public func flushIfDue() throws {
+        try state.withLock { state in
+            guard !state.pending.isEmpty,
+                state.pending.count >= batchSize || ContinuousClock.now - state.lastFlush >= batchAge
+            else { return }
+            try Self.commit(&state)
+        }
+    }
+
+    /// Commits every queued write.
+    public func flush() throws {
+        try state.withLock { try Self.commit(&$0) }
+    }
+
+    /// Forgets everything (`mediafetch clean --all`).
+    public func removeAll() throws {
+        try state.withLock { state in
+            state.pending.removeAll()
+            try state.database.execute("DELETE FROM items")
+        }
+    }
+
+    /// Forgets partial progress: partial entries go back to pending (`mediafetch clean`).
+    public func forgetPartials() throws {
+        try state.withLock { state in
+            try Self.commit(&state)
+            try state.database.execute(
+                "UPDATE items SET status = 'pending', received_bytes = 0 WHERE status IN ('partial', 'pending')")
+        }
+    }
+
+    private func enqueue(_ write: Write) {
+        state.withLock { $0.pending.append(write) }
+    }
+
+    private static func commit(_ state: inout State) throws {
+        state.lastFlush = .now
+        guard !state.pending.isEmpty else { return }
+        let writes = state.pending
+        state.pending.removeAll(keepingCapacity: true)
+        let database = state.database
+        let now = Date().timeIntervalSince1970
+        try database.transaction {
+            for write in writes {
+                switch write {
+                case .begin(let key, let title, let url):
+                    try database.prepare(
+                        """
+                        INSERT INTO items (source, item_id, asset, title, url, status, attempts, updated_at)
+                        VALUES (?, ?, ?, ?, ?, 'pending', 1, ?)
+                        ON CONFLICT (source, item_id, asset) DO UPDATE SET
+                            title = excluded.title, url = excluded.url, attempts = attempts + 1,
+                            status = CASE WHEN status = 'stored' THEN 'pending' ELSE status END,
+                            updated_at = excluded.updated_at
+                        """
+                    ).run(key.values + [.text(title), .text(url), .real(now)])
+                case .responded(let key, let validator, let expected):
+                    try database.prepare(
+                        """
+                        UPDATE items SET etag = ?, last_modified = ?, expected_bytes = ?, status = 'partial',
+                            updated_at = ? WHERE source = ? AND item_id = ? AND asset = ?
+                        """
+                    ).run(
+                        [.text(validator?.etag), .text(validator?.lastModified), .integer(expected), .real(now)]
+                            + key.values)
+                case .stored(let key, let record):
+                    try database.prepare(
+                        """
+                        UPDATE items SET status = 'stored', location = ?, received_bytes = ?, expected_bytes = ?,
+                            sha256 = ?, reason = NULL, updated_at = ? WHERE source = ? AND item_id = ? AND asset = ?
+                        """
+                    ).run(
+                        [
+                            .text(record.location), .integer(record.size), .integer(record.size),
+                            .text(record.sha256), .real(now),
+                        ] + key.values)
+                case .failed(let key, let reason, let received):
+                    try database.prepare(
+                        """
+                        UPDATE items SET status = 'failed', reason = ?, received_bytes = ?, updated_at = ?
+                        WHERE source = ? AND item_id = ? AND asset = ?
+                        """
+                    ).run([.text(reason), .integer(received), .real(now)] + key.values)
+                case .paused(let key, let received):
+                    try database.prepare(
+                        """
+                        UPDATE items SET status = 'partial', received_bytes = ?, updated_at = ?
+                        WHERE source = ? AND item_id = ? AND asset = ? AND status != 'stored'
+                        """
+                    ).run([.integer(received), .real(now)] + key.values)
+                }
+            }
+        }
+    }
+}
+
+/// Which asset of which item of which source.
+public struct LedgerKey: Sendable, Hashable, CustomStringConvertible {
+    public var source: String
+    public var itemID: String
+    public var asset: AssetKind
+
+    public init(source: String, itemID: String, asset: AssetKind) {
+        self.source = source
+        self.itemID = itemID
+        self.asset = asset
+    }
+
+    public var description: String { "\(source):\(itemID):\(asset.rawValue)" }
+
+    fileprivate var values: [SQLiteStatement.Value] {
+        [.text(source), .text(itemID), .text(asset.rawValue)]
+    }
+}
+
+public enum LedgerStatus: String, Sendable, Codable, CaseIterable {
+    case pending
+    case partial
+    case stored
+    case failed
+}
+
+/// One row of the ledger.
+public struct LedgerEntry: Sendable, Hashable {
+    public var key: LedgerKey
+    public var title: String
+    public var url: String
+    public var validator: Validator?
+    public var expectedBytes: Int64?
+    public var receivedBytes: Int64
+    public var sha256: String?
+    public var status: LedgerStatus
+    public var reason: String?
+    public var attempts: Int
+    public var location: String?
+    public var updatedAt: Date
+
+    /// What the sink was told, when the entry is stored.
+    public var storedRecord: StoredRecord? {
+        guard status == .stored, let location else { return nil }
+        return StoredRecord(location: location, size: receivedBytes, sha256: sha256)
+    }
+}

@@ -1,0 +1,158 @@
+import CSQLite
+import Foundation
+
+/// One SQLite connection. Not thread-safe by itself: ``Ledger`` owns it behind a lock.
+final class SQLiteDatabase {
+    private let handle: OpaquePointer
+    let path: String
+
+    /// Opens (creating) the database at `path`.
+    /// - Throws: ``LedgerError`` naming the file and SQLite's message.
+    init(path: String) throws {
+        var handle: OpaquePointer?
+        let flags = SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX
+        let code = sqlite3_open_v2(path, &handle, flags, nil)
+        guard code == SQLITE_OK, let handle else {
+            let message = handle.map { String(cString: sqlite3_errmsg($0)) } ?? String(cString: sqlite3_errstr(code))
+            sqlite3_close(handle)
+            throw LedgerError("cannot open the ledger \(path): \(message)")
+        }
+        self.handle = handle
+        self.path = path
+        sqlite3_busy_timeout(handle, 5_000)
+    }
+
+    deinit {
+        sqlite3_close_v2(handle)
+    }
+
+    /// Runs statements that take no parameters and return no rows.
+    func execute(_ sql: String) throws {
+        var error: UnsafeMutablePointer<CChar>?
+        let code = sqlite3_exec(handle, sql, nil, nil, &error)
+        defer { sqlite3_free(error) }
+        guard code == SQLITE_OK else {
+            throw LedgerError("ledger \(path): \(error.map { String(cString: $0) } ?? "error \(code)") in: \(sql)")
+        }
+    }
+
+    func prepare(_ sql: String) throws -> SQLiteStatement {
+        var statement: OpaquePointer?
+        try check(sqlite3_prepare_v2(handle, sql, -1, &statement, nil), sql)
+        guard let statement else { throw LedgerError("ledger \(path): empty statement: \(sql)") }
+        return SQLiteStatement(statement, database: self, sql: sql)
+    }
+
+    /// Turns a result code into an error naming the file, SQLite's message and the statement.
+    func check(_ code: Int32, _ sql: String) throws {
+        guard code == SQLITE_OK || code == SQLITE_ROW || code == SQLITE_DONE else {
+            throw LedgerError("ledger \(path): \(String(cString: sqlite3_errmsg(handle))) (code \(code)) in: \(sql)")
+        }
+    }
+
+    /// Runs `body` in one transaction: committed when it returns, rolled back when it throws.
+    func transaction<T>(_ body: () throws -> T) throws -> T {
+        try execute("BEGIN IMMEDIATE")
+        do {
+            let result = try body()
+            try execute("COMMIT")
+            return result
+        } catch {
+            try? execute("ROLLBACK")
+            throw error
+        }
+    }
+
+    var userVersion: Int {
+        get throws {
+            let statement = try prepare("PRAGMA user_version")
+            return try statement.rows { $0.int(0) }.first ?? 0
+        }
+    }
+}
+
+/// A prepared statement, reset and rebound for each use.
+final class SQLiteStatement {
+    enum Value {
+        case text(String?)
+        case integer(Int64?)
+        case real(Double)
+    }
+
+    private let statement: OpaquePointer
+    private let database: SQLiteDatabase
+    private let sql: String
+
+    init(_ statement: OpaquePointer, database: SQLiteDatabase, sql: String) {
+        self.statement = statement
+        self.database = database
+        self.sql = sql
+    }
+
+    deinit {
+        sqlite3_finalize(statement)
+    }
+
+    private func bind(_ values: [Value]) throws {
+        sqlite3_reset(statement)
+        sqlite3_clear_bindings(statement)
+        for (index, value) in values.enumerated() {
+            let position = Int32(index + 1)
+            let code: Int32
+            switch value {
+            case .text(let text?): code = sqlite3_bind_text(statement, position, text, -1, csqlite_transient())
+            case .integer(let number?): code = sqlite3_bind_int64(statement, position, number)
+            case .real(let number): code = sqlite3_bind_double(statement, position, number)
+            case .text(nil), .integer(nil): code = sqlite3_bind_null(statement, position)
+            }
+            try database.check(code, sql)
+        }
+    }
+
+    /// Runs the statement to its end.
+    func run(_ values: [Value] = []) throws {
+        try bind(values)
+        try database.check(sqlite3_step(statement), sql)
+    }
+
+    /// Collects every row through `read`.
+    func rows<T>(_ values: [Value] = [], _ read: (SQLiteRow) throws -> T) throws -> [T] {
+        try bind(values)
+        var results: [T] = []
+        while true {
+            let code = sqlite3_step(statement)
+            if code == SQLITE_DONE { break }
+            try database.check(code, sql)
+            results.append(try read(SQLiteRow(statement: statement)))
+        }
+        return results
+    }
+}
+
+/// The current row of a statement.
+struct SQLiteRow {
+    fileprivate let statement: OpaquePointer
+
+    func text(_ column: Int32) -> String? {
+        sqlite3_column_text(statement, column).map { String(cString: $0) }
+    }
+
+    func int(_ column: Int32) -> Int {
+        Int(sqlite3_column_int64(statement, column))
+    }
+
+    func optionalInt64(_ column: Int32) -> Int64? {
+        sqlite3_column_type(statement, column) == SQLITE_NULL ? nil : sqlite3_column_int64(statement, column)
+    }
+}
+
+/// The ledger could not be read or written.
+public struct LedgerError: Error, Sendable, CustomStringConvertible {
+    public var message: String
+
+    public init(_ message: String) {
+        self.message = message
+    }
+
+    public var description: String { message }
+}

@@ -1,0 +1,207 @@
+import Foundation
+
+/// Turns arbitrary text (catalog metadata, a layout's output) into one path component that is safe
+/// on every common filesystem: Linux, macOS (APFS, HFS+), Windows (NTFS, FAT) and inside archives.
+///
+/// The rules, applied in this order:
+/// 1. Whitespace of any kind (tabs, newlines, no-break spaces) becomes a plain space.
+/// 2. NUL, C0 controls, DEL, C1 controls and Unicode bidi controls (U+200E, U+200F, U+061C,
+///    U+202A–U+202E, U+2066–U+2069) are removed: they are invisible and let a name pose as another.
+/// 3. `/` and `\` (separators somewhere) and the Windows-reserved `<>:"|?*` become `_`.
+/// 4. The text is NFC-normalized, so the same title from two catalogs is the same byte string.
+/// 5. Runs of spaces collapse to one; leading dots and spaces are stripped (no `.`, `..` or hidden
+///    files); trailing dots and spaces are stripped (Windows drops them silently).
+/// 6. Windows device names (`CON`, `PRN`, `AUX`, `NUL`, `COM1`–`COM9`, `LPT1`–`LPT9`, any case, with or
+///    without an extension) get a `_` prefix.
+/// 7. The result is cut to at most ``maxComponentBytes`` bytes of UTF-8 at a `Character` boundary; with
+///    `keepingExtension` the extension survives the cut.
+/// 8. Nothing left becomes `_` (``component(_:keepingExtension:maxBytes:)``) or the empty string
+///    (``cleaned(_:keepingExtension:maxBytes:)``, for callers that drop empty components).
+///
+/// Every function here is total and deterministic: any input, however hostile, gives a valid name.
+public enum SafeName {
+    /// The longest component most filesystems accept (ext4, APFS, NTFS count bytes or UTF-16 units;
+    /// 255 bytes of UTF-8 is within all of them).
+    public static let maxComponentBytes = 255
+
+    /// Budgets below this make no sense (room for `_`, a number and an extension); smaller ones are raised.
+    static let minimumBytes = 16
+
+    /// The longest text after the last dot that counts as an extension ("m4a", "jpeg", "flac").
+    static let maxExtensionBytes = 16
+
+    /// A safe, non-empty component for `raw`.
+    /// - Parameters:
+    ///   - keepingExtension: treat a short alphanumeric suffix after the last dot as an extension and keep it
+    ///     when the name is cut (for file names; directory names pass false).
+    ///   - maxBytes: the UTF-8 budget; at least 16.
+    public static func component(
+        _ raw: String,
+        keepingExtension: Bool = false,
+        maxBytes: Int = maxComponentBytes
+    ) -> String {
+        let name = cleaned(raw, keepingExtension: keepingExtension, maxBytes: maxBytes)
+        return name.isEmpty ? "_" : name
+    }
+
+    /// Like ``component(_:keepingExtension:maxBytes:)`` but returns "" when nothing usable is left, so a
+    /// layout can drop a directory level whose field was missing.
+    public static func cleaned(
+        _ raw: String,
+        keepingExtension: Bool = false,
+        maxBytes: Int = maxComponentBytes
+    ) -> String {
+        let budget = max(maxBytes, minimumBytes)
+        let text = normalized(raw)
+        if keepingExtension, let (stem, ext) = splitExtension(text) {
+            // An extension with nothing before it (an empty title) keeps a stand-in stem rather than
+            // turning into a dot file or a bare "m4a".
+            var base = stripEnds(stem)
+            if base.isEmpty { base = "_" }
+            return assemble(stem: base, suffix: "", ext: ext, budget: budget)
+        }
+        return assemble(stem: stripEnds(text), suffix: "", ext: nil, budget: budget)
+    }
+
+    /// `name` with ` (n)` inserted before its extension (when `keepingExtension`), cut to fit `maxBytes`.
+    ///
+    /// `name` should already be safe (from ``component(_:keepingExtension:maxBytes:)``); the result is too.
+    public static func numbered(
+        _ name: String,
+        _ number: Int,
+        keepingExtension: Bool = false,
+        maxBytes: Int = maxComponentBytes
+    ) -> String {
+        let budget = max(maxBytes, minimumBytes)
+        let suffix = " (\(number))"
+        if keepingExtension, let (stem, ext) = splitExtension(name) {
+            return assemble(stem: stem.isEmpty ? "_" : stem, suffix: suffix, ext: ext, budget: budget)
+        }
+        return assemble(stem: name.isEmpty ? "_" : name, suffix: suffix, ext: nil, budget: budget)
+    }
+
+    /// Splits `name` at its last dot when what follows is a plausible extension: 1 to 16 ASCII letters or
+    /// digits. "Mr. Brightside" has none; "01 Song.m4a" has "m4a".
+    public static func splitExtension(_ name: String) -> (stem: String, ext: String)? {
+        guard let dot = name.lastIndex(of: ".") else { return nil }
+        let ext = name[name.index(after: dot)...]
+        guard !ext.isEmpty, ext.utf8.count <= maxExtensionBytes,
+            ext.unicodeScalars.allSatisfy({ $0.isASCII && ($0.properties.isAlphabetic || ("0"..."9").contains($0)) })
+        else { return nil }
+        return (String(name[..<dot]), String(ext))
+    }
+
+    /// The key two names are compared by on a case- and normalization-insensitive filesystem (APFS, NTFS):
+    /// NFC, then case-folded (upper then lower, so "ß" and "SS" meet), then NFC again.
+    public static func collationKey(_ name: String) -> String {
+        name.precomposedStringWithCanonicalMapping.uppercased().lowercased().precomposedStringWithCanonicalMapping
+    }
+
+    // MARK: - Steps
+
+    /// Rules 1–5 up to whitespace collapsing: the characters of the name, before its ends are trimmed.
+    static func normalized(_ raw: String) -> String {
+        var scalars = String.UnicodeScalarView()
+        for scalar in raw.unicodeScalars {
+            if scalar.properties.isWhitespace {
+                scalars.append(" ")
+            } else if isInvisibleControl(scalar) {
+                continue
+            } else if reservedCharacters.contains(scalar) {
+                scalars.append("_")
+            } else {
+                scalars.append(scalar)
+            }
+        }
+        // NFC after removing controls: a bidi mark between a letter and its accent would otherwise
+        // keep them from composing.
+        let nfc = String(scalars).precomposedStringWithCanonicalMapping
+        var collapsed = ""
+        collapsed.reserveCapacity(nfc.utf8.count)
+        var lastWasSpace = false
+        for scalar in nfc.unicodeScalars {
+            let isSpace = scalar == " "
+            if isSpace && lastWasSpace { continue }
+            collapsed.unicodeScalars.append(scalar)
+            lastWasSpace = isSpace
+        }
+        return collapsed
+    }
+
+    /// Strips leading dots and spaces and trailing dots and spaces.
+    static func stripEnds(_ text: String) -> String {
+        let scalars = text.unicodeScalars
+        guard let first = scalars.firstIndex(where: { $0 != "." && $0 != " " }) else { return "" }
+        guard let last = scalars.lastIndex(where: { $0 != "." && $0 != " " }) else { return "" }
+        return String(scalars[first...last])
+    }
+
+    /// Strips trailing dots and spaces only (after a cut, the start is already clean).
+    static func stripTrailing(_ text: String) -> String {
+        let scalars = text.unicodeScalars
+        guard let last = scalars.lastIndex(where: { $0 != "." && $0 != " " }) else { return "" }
+        return String(scalars[...last])
+    }
+
+    /// Rules 6–7: the device-name guard, then `stem + suffix + "." + ext` cut to `budget` bytes by
+    /// shortening the stem.
+    static func assemble(stem: String, suffix: String, ext: String?, budget: Int) -> String {
+        guard !stem.isEmpty else { return "" }
+        let tail = suffix + (ext.map { "." + $0 } ?? "")
+        var stemBudget = budget - tail.utf8.count
+        var extPart = tail
+        if stemBudget < 1 {
+            // Cannot happen with sane budgets; fall back to cutting the whole thing.
+            extPart = ""
+            stemBudget = budget
+        }
+        var base = stem
+        if isDeviceName(base + (ext.map { "." + $0 } ?? "")) { base = "_" + base }
+        if base.utf8.count > stemBudget {
+            base = stripTrailing(prefix(base, maxBytes: stemBudget))
+            if base.isEmpty { base = "_" }
+        }
+        return base + extPart
+    }
+
+    /// The longest prefix of `text` made of whole `Character`s and at most `maxBytes` bytes of UTF-8.
+    static func prefix(_ text: String, maxBytes: Int) -> String {
+        var used = 0
+        var end = text.startIndex
+        for index in text.indices {
+            let size = text[index].utf8.count
+            if used + size > maxBytes { break }
+            used += size
+            end = text.index(after: index)
+        }
+        return String(text[..<end])
+    }
+
+    /// Windows treats `CON`, `con.txt` and `Con .tar.gz` alike: the name up to its first dot, trailing
+    /// spaces ignored, compared without case.
+    static func isDeviceName(_ name: String) -> Bool {
+        let base = name.split(separator: ".", maxSplits: 1, omittingEmptySubsequences: false).first ?? ""
+        let trimmed = base.reversed().drop { $0 == " " }.reversed()
+        return deviceNames.contains(String(trimmed).uppercased())
+    }
+
+    static func isInvisibleControl(_ scalar: Unicode.Scalar) -> Bool {
+        switch scalar.value {
+        case 0x00...0x1F, 0x7F...0x9F: true
+        case 0x200E, 0x200F, 0x061C, 0x202A...0x202E, 0x2066...0x2069: true
+        default: false
+        }
+    }
+
+    static let reservedCharacters: Set<Unicode.Scalar> = ["/", "\\", "<", ">", ":", "\"", "|", "?", "*"]
+
+    static let deviceNames: Set<String> = {
+        var names: Set<String> = ["CON", "PRN", "AUX", "NUL", "CONIN$", "CONOUT$"]
+        // Windows also reserves the superscript digits ¹²³ after COM and LPT.
+        for digit in ["1", "2", "3", "4", "5", "6", "7", "8", "9", "\u{B9}", "\u{B2}", "\u{B3}"] {
+            names.insert("COM" + digit)
+            names.insert("LPT" + digit)
+        }
+        return names
+    }()
+}

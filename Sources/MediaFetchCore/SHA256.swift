@@ -1,0 +1,51 @@
+import CCrypto
+import Foundation
+
+/// SHA-256 through OpenSSL's libcrypto, fed in pieces so that a file is never read whole.
+public struct SHA256: ~Copyable {
+    private let context: OpaquePointer
+
+    public init() {
+        // EVP_MD_CTX_new only fails when memory is exhausted; there is nothing sensible to do then.
+        guard let context = EVP_MD_CTX_new(), EVP_DigestInit_ex(context, EVP_sha256(), nil) == 1 else {
+            fatalError("OpenSSL could not set up a SHA-256 context")
+        }
+        self.context = context
+    }
+
+    deinit {
+        EVP_MD_CTX_free(context)
+    }
+
+    public mutating func update(_ bytes: UnsafeRawBufferPointer) {
+        guard let base = bytes.baseAddress, !bytes.isEmpty else { return }
+        EVP_DigestUpdate(context, base, bytes.count)
+    }
+
+    /// The digest as 64 lowercase hex digits.
+    public consuming func finalize() -> String {
+        var digest = [UInt8](repeating: 0, count: Int(EVP_MAX_MD_SIZE))
+        var length: UInt32 = 0
+        EVP_DigestFinal_ex(context, &digest, &length)
+        return digest.prefix(Int(length)).map { String(format: "%02x", $0) }.joined()
+    }
+
+    /// The digest of `data`.
+    public static func hex(of data: some DataProtocol) -> String {
+        var hasher = SHA256()
+        for region in data.regions { region.withUnsafeBytes { hasher.update($0) } }
+        return hasher.finalize()
+    }
+
+    /// The digest of a file, read in 1 MiB pieces.
+    /// - Throws: the read error, naming nothing more than the OS does (callers add the item).
+    public static func hex(ofFile url: URL) throws -> String {
+        let handle = try FileHandle(forReadingFrom: url)
+        defer { try? handle.close() }
+        var hasher = SHA256()
+        while let chunk = try handle.read(upToCount: 1 << 20), !chunk.isEmpty {
+            chunk.withUnsafeBytes { hasher.update($0) }
+        }
+        return hasher.finalize()
+    }
+}

@@ -1,0 +1,126 @@
+import Foundation
+import Testing
+
+/// Runs the built `mediafetch` binary as a user would, and collects what it printed.
+struct CommandRunner {
+    struct Outcome {
+        var status: Int32
+        var stdout: String
+        var stderr: String
+    }
+
+    /// The package's top folder, where `config/demo.yaml` lives.
+    static let packageRoot = URL(fileURLWithPath: #filePath)
+        .deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+
+    /// `mediafetch` beside the test bundle in the build folder.
+    static var binary: URL {
+        get throws {
+            var directory = URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent()
+            for _ in 0..<4 {
+                let candidate = directory.appendingPathComponent("mediafetch")
+                if FileManager.default.isExecutableFile(atPath: candidate.path) { return candidate }
+                directory = directory.deletingLastPathComponent()
+            }
+            let built = packageRoot.appendingPathComponent(".build/debug/mediafetch")
+            try #require(FileManager.default.isExecutableFile(atPath: built.path), "build mediafetch first")
+            return built
+        }
+    }
+
+    /// A child process whose output goes to files, not pipes: a chatty child can never fill a pipe and hang.
+    final class Child {
+        let process = Process()
+        let scratch: URL
+
+        init(_ arguments: [String], in directory: URL, environment: [String: String]) throws {
+            scratch = FileManager.default.temporaryDirectory.appendingPathComponent("cli-\(UUID().uuidString)")
+            try FileManager.default.createDirectory(at: scratch, withIntermediateDirectories: true)
+            _ = FileManager.default.createFile(atPath: scratch.appendingPathComponent("stdout").path, contents: nil)
+            _ = FileManager.default.createFile(atPath: scratch.appendingPathComponent("stderr").path, contents: nil)
+            process.executableURL = try CommandRunner.binary
+            process.arguments = arguments
+            process.currentDirectoryURL = directory
+            process.environment = ProcessInfo.processInfo.environment.merging(environment) { $1 }
+            process.standardOutput = try FileHandle(forWritingTo: scratch.appendingPathComponent("stdout"))
+            process.standardError = try FileHandle(forWritingTo: scratch.appendingPathComponent("stderr"))
+            process.standardInput = FileHandle.nullDevice
+            try process.run()
+        }
+
+        deinit {
+            if process.isRunning { process.terminate() }
+            try? FileManager.default.removeItem(at: scratch)
+        }
+
+        func wait() throws -> Outcome {
+            process.waitUntilExit()
+            return Outcome(
+                status: process.terminationStatus,
+                stdout: String(decoding: try Data(contentsOf: scratch.appendingPathComponent("stdout")), as: UTF8.self),
+                stderr: String(decoding: try Data(contentsOf: scratch.appendingPathComponent("stderr")), as: UTF8.self))
+        }
+    }
+
+    static func start(
+        _ arguments: [String], in directory: URL = packageRoot, environment: [String: String] = [:]
+    )
+        throws -> Child
+    {
+        try Child(arguments, in: directory, environment: environment)
+    }
+
+    static func run(
+        _ arguments: [String], in directory: URL = packageRoot, environment: [String: String] = [:]
+    )
+        throws -> Outcome
+    {
+        try start(arguments, in: directory, environment: environment).wait()
+    }
+
+    static func temporaryDirectory() throws -> URL {
+        let url = FileManager.default.temporaryDirectory.appendingPathComponent("mediafetch-cli-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: url, withIntermediateDirectories: true)
+        return url
+    }
+
+    /// The files of a tar archive, by path, read back with GNU tar; an archive tar cannot read fails the test.
+    /// Also checks that no name is in the archive twice.
+    static func extract(_ archive: URL, into scratch: URL) throws -> [String: Data] {
+        let list = Process()
+        list.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+        list.arguments = ["tar", "-tf", archive.path]
+        let names = scratch.appendingPathComponent("names.txt")
+        _ = FileManager.default.createFile(atPath: names.path, contents: nil)
+        list.standardOutput = try FileHandle(forWritingTo: names)
+        try list.run()
+        list.waitUntilExit()
+        #expect(list.terminationStatus == 0, "tar cannot list \(archive.path)")
+        let entries = String(decoding: try Data(contentsOf: names), as: UTF8.self).split(separator: "\n")
+        #expect(Set(entries).count == entries.count, "an entry is in the archive twice")
+
+        let folder = scratch.appendingPathComponent("extracted-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        let tar = Process()
+        tar.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+        tar.arguments = ["tar", "-xf", archive.path, "-C", folder.path]
+        try tar.run()
+        tar.waitUntilExit()
+        #expect(tar.terminationStatus == 0, "tar cannot extract \(archive.path)")
+        return try tree(folder)
+    }
+
+    /// Every regular file under `root`, by relative path.
+    static func tree(_ root: URL) throws -> [String: Data] {
+        var files: [String: Data] = [:]
+        let base = root.resolvingSymlinksInPath().path
+        guard let walker = FileManager.default.enumerator(at: root, includingPropertiesForKeys: [.isRegularFileKey])
+        else { return files }
+        for case let url as URL in walker {
+            guard try url.resourceValues(forKeys: [.isRegularFileKey]).isRegularFile == true else { continue }
+            let path = url.resolvingSymlinksInPath().path
+            files[String(path.dropFirst(base.count + 1))] = try Data(contentsOf: url)
+        }
+        return files
+    }
+}
