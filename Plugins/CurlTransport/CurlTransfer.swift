@@ -88,11 +88,14 @@ final class CurlTransfer: @unchecked Sendable {
         switch body {
         case .buffer(let limit, _):
             guard data.count + bytes.count <= limit else {
-                return fail(TransportError(.bodyTooLarge(limit: limit), url: easy.effectiveURL ?? easy.url))
+                return fail(TransportError(.bodyTooLarge(limit: Int64(limit)), url: easy.effectiveURL ?? easy.url))
             }
             data.append(contentsOf: bytes)
-        case .file:
+        case .file(let request, _):
             guard let file else { return false }
+            if let maxBytes = request.maxBytes, file.base + file.written + Int64(bytes.count) > maxBytes {
+                return fail(TransportError(.bodyTooLarge(limit: maxBytes), url: easy.effectiveURL ?? easy.url))
+            }
             do {
                 try file.write(bytes)
             } catch {
@@ -113,10 +116,11 @@ final class CurlTransfer: @unchecked Sendable {
         switch body {
         case .buffer(let limit, let head):
             if !head, let expected, expected > Int64(limit) {
-                return fail(TransportError(.bodyTooLarge(limit: limit), url: url))
+                return fail(TransportError(.bodyTooLarge(limit: Int64(limit)), url: url))
             }
         case .file(let request, _):
             let base: Int64
+            let size: Int64?
             switch status {
             case 206 where request.resumeFrom > 0:
                 let range = headers["Content-Range"].flatMap(ContentRange.init)
@@ -125,17 +129,26 @@ final class CurlTransfer: @unchecked Sendable {
                         + "start at byte \(request.resumeFrom) (Content-Range: \(headers["Content-Range"] ?? "none"))"))
                 }
                 base = request.resumeFrom
+                size = range.total ?? expected.map { base + $0 }
             case 200:
                 restarted = request.resumeFrom > 0
                 base = 0
+                size = expected
             default:
-                return fail(TransportError(.httpStatus(status), url: url))
+                return fail(TransportError(.httpStatus(status), url: url, headers: headers))
+            }
+            // Refused before the file is touched, so a resume's kept bytes survive a file grown too big.
+            if let maxBytes = request.maxBytes, let size, size > maxBytes {
+                return fail(TransportError(.bodyTooLarge(limit: maxBytes), url: url))
             }
             do {
                 file = try DownloadFile(request.destination, keeping: base)
             } catch {
                 return fail(error)
             }
+            request.onResponse?(
+                DownloadResponse(status: status, validator: Validator(headers: headers), expectedSize: size,
+                                 restarts: restarted))
         }
         return true
     }
@@ -171,11 +184,8 @@ final class CurlTransfer: @unchecked Sendable {
         do throws(TransportError) {
             defer { try? file?.close() }
             if let failure { throw failure }
-            if code == CURLE_PARTIAL_FILE {
-                let base = file?.base ?? 0
-                let received = base + (file?.written ?? Int64(data.count))
-                throw TransportError(.truncated(expected: base + (expected ?? -1), received: received), url: url,
-                                     detail: easy.message(for: code))
+            if let shortfall = shortBody(code) {
+                throw TransportError(shortfall, url: url, detail: easy.message(for: code))
             }
             guard code == CURLE_OK else {
                 throw TransportError(curl: code, url: url, detail: easy.message(for: code), redirect: easy.redirectURL,
@@ -195,6 +205,18 @@ final class CurlTransfer: @unchecked Sendable {
         } catch {
             return .failure(error)
         }
+    }
+
+    /// A body that ended early because the connection did (libcurl's `CURLE_PARTIAL_FILE`, or a reset after
+    /// some of the body) is a truncation; a timeout or a cancellation stays what it is.
+    private func shortBody(_ code: CURLcode) -> TransportError.Code? {
+        guard code != CURLE_OK, code != CURLE_OPERATION_TIMEDOUT, code != CURLE_ABORTED_BY_CALLBACK else { return nil }
+        let base = file?.base ?? 0
+        let received = base + (file?.written ?? Int64(data.count))
+        if let expected, started, received < base + expected {
+            return .truncated(expected: base + expected, received: received)
+        }
+        return code == CURLE_PARTIAL_FILE ? .truncated(expected: base + (expected ?? -1), received: received) : nil
     }
 
     private func resume(_ result: Result<Void, TransportError>) {

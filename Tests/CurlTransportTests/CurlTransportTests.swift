@@ -1,6 +1,7 @@
 import CurlTransport
 import Foundation
 import MediaFetchCore
+import Synchronization
 import Testing
 
 @Suite("CurlTransport against nginx and a raw socket server")
@@ -79,7 +80,41 @@ struct CurlTransportTests {
                                               validator: Validator(etag: "\"x\""))
                 let error = await transportError { try await transport.download(request) { _ in } }
                 #expect(error?.code == .httpStatus(404))
+                #expect(error?.headers?["Server"]?.hasPrefix("nginx") == true)
                 #expect(try Data(contentsOf: destination) == kept)
+            }
+        }
+    }
+
+    @Test func announcesTheResponseBeforeTheBodyAndRefusesAFileOverMaxBytes() async throws {
+        try await NginxServer.with { server in
+            let content = randomBytes(300_000, seed: 11)
+            let url = try server.serve(content, at: "files/a.bin")
+            try await withTemporaryDirectory { directory in
+                let destination = directory.appendingPathComponent("a.bin")
+                let announced = Mutex<[(DownloadResponse, Int)]>([])
+                let request = DownloadRequest(url: url, destination: destination, resumeFrom: 100_000,
+                                              validator: Validator(etag: "\"stale\"")) { response in
+                    let size = (try? FileManager.default.attributesOfItem(atPath: destination.path)[.size]) as? Int
+                    announced.withLock { $0.append((response, size ?? -1)) }
+                }
+                try Data(count: 100_000).write(to: destination)
+                _ = try await transport.download(request) { _ in }
+                let seen = announced.withLock { $0 }
+                #expect(seen.count == 1)
+                #expect(seen.first?.0.status == 200)
+                #expect(seen.first?.0.restarts == true)
+                #expect(seen.first?.0.expectedSize == Int64(content.count))
+                // Announced before the first body byte: the restarted file was still empty.
+                #expect(seen.first?.1 == 0)
+
+                let kept = randomBytes(1000, seed: 12)
+                try kept.write(to: destination)
+                let limited = DownloadRequest(url: url, destination: destination, resumeFrom: 1000, maxBytes: 200_000)
+                let error = await transportError { try await transport.download(limited) { _ in } }
+                #expect(error?.code == .bodyTooLarge(limit: 200_000))
+                let after = try Data(contentsOf: destination)
+                #expect(after == kept)
             }
         }
     }
