@@ -20,7 +20,16 @@ final class DownloadFile {
         self.base = base
         descriptor = open(url.path, O_WRONLY | O_CREAT | O_CLOEXEC, 0o644)
         guard descriptor >= 0 else { throw Self.error(url, "cannot open") }
-        guard ftruncate(descriptor, off_t(base)) == 0 else {
+        // Only cut when the size is wrong: ext4 flushes a file truncated to zero when it is closed (its
+        // replace-by-truncate safeguard), which made a fresh 512 MiB download wait on the disk.
+        var status = stat()
+        guard fstat(descriptor, &status) == 0 else {
+            let error = Self.error(url, "cannot stat")
+            Glibc.close(descriptor)
+            descriptor = -1
+            throw error
+        }
+        guard Int64(status.st_size) == base || ftruncate(descriptor, off_t(base)) == 0 else {
             let error = Self.error(url, "cannot cut to \(base) bytes")
             Glibc.close(descriptor)
             descriptor = -1
