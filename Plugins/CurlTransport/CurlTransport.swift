@@ -1,1 +1,172 @@
+import CCurl
+import Foundation
 import MediaFetchCore
+
+/// HTTP through libcurl: one multi handle for every call of a run, driven by one thread, so connections
+/// (and HTTP/2 streams over https) are shared between transfers and no thread is spent per transfer.
+///
+/// Downloads go straight from libcurl's buffer into the file with `pwrite(2)`; resume uses `Range` with
+/// `If-Range`, and the status is looked at before the first body byte is written, so a refused resume
+/// never touches the kept bytes.
+public final class CurlTransport: Transport {
+    public struct Configuration: Sendable {
+        /// Downloads at once, and connections in all.
+        public var concurrency: Int
+        /// Connections to one host at most.
+        public var perHost: Int
+        /// The most one transfer may take in all.
+        public var timeout: Duration
+        /// The most connecting (TCP and TLS) may take.
+        public var connectTimeout: Duration
+        /// A transfer slower than this many bytes a second for ``lowSpeedTime`` is stopped as timed out.
+        public var lowSpeedLimit: Int
+        public var lowSpeedTime: Duration
+        public var maxRedirects: Int
+        /// Extra request headers, sent with every request; a request's own headers win.
+        public var headers: HTTPHeaders
+        public var userAgent: String
+        /// A proxy URL; nil connects directly (proxy environment variables are not read).
+        public var proxy: String?
+        /// A PEM file of extra certificate authorities, trusted besides the system's.
+        public var caFile: String?
+        /// Whether HTTP/2 is used when an https server offers it.
+        public var http2: Bool
+
+        public init(
+            concurrency: Int = 16,
+            perHost: Int? = nil,
+            timeout: Duration = .seconds(300),
+            connectTimeout: Duration = .seconds(30),
+            lowSpeedLimit: Int = 1,
+            lowSpeedTime: Duration = .seconds(30),
+            maxRedirects: Int = 10,
+            headers: HTTPHeaders = [:],
+            userAgent: String = CurlTransport.defaultUserAgent,
+            proxy: String? = nil,
+            caFile: String? = nil,
+            http2: Bool = true
+        ) {
+            self.concurrency = concurrency
+            self.perHost = perHost ?? concurrency
+            self.timeout = timeout
+            self.connectTimeout = connectTimeout
+            self.lowSpeedLimit = lowSpeedLimit
+            self.lowSpeedTime = lowSpeedTime
+            self.maxRedirects = maxRedirects
+            self.headers = headers
+            self.userAgent = userAgent
+            self.proxy = proxy
+            self.caFile = caFile
+            self.http2 = http2
+        }
+    }
+
+    public static let defaultUserAgent = "mediafetch/0.1 (+curl)"
+
+    /// Big reads mean fewer callbacks and fewer `pwrite` calls per megabyte.
+    private static let bufferSize = 256 << 10
+
+    public let configuration: Configuration
+    private let engine: CurlEngine
+
+    public var maxConcurrentTransfers: Int { configuration.concurrency }
+
+    /// - Throws: ``TransportError`` when libcurl cannot set up its multi handle.
+    public init(_ configuration: Configuration = Configuration()) throws {
+        self.configuration = configuration
+        engine = try CurlEngine(maxConnections: configuration.concurrency, maxPerHost: configuration.perHost)
+    }
+
+    deinit {
+        engine.stop()
+    }
+
+    public func shutdown() async {
+        await engine.shutdown()
+    }
+
+    public func send(_ request: HTTPRequest) async throws -> HTTPResponse {
+        if let error = TransportError.checkScheme(request.url) { throw error }
+        var headers = configuration.headers
+        if !request.acceptsCompression { headers.set("Accept-Encoding", "identity") }
+        for (name, value) in request.headers { headers.set(name, value) }
+        let easy = try makeEasy(url: request.url, timeout: request.timeout)
+        if request.acceptsCompression {
+            // The empty string asks for every encoding this libcurl can decode.
+            try easy.set(CURLOPT_ACCEPT_ENCODING, "", "CURLOPT_ACCEPT_ENCODING")
+        }
+        if request.method == .head { try easy.set(CURLOPT_NOBODY, true, "CURLOPT_NOBODY") }
+        let transfer = try CurlTransfer(
+            easy: easy, headerList: try CurlHeaderList(headers, url: request.url),
+            body: .buffer(limit: request.maxBodyBytes, head: request.method == .head),
+            maxRedirects: configuration.maxRedirects)
+        try await engine.perform(transfer)
+        return HTTPResponse(status: transfer.status, headers: transfer.headers,
+                            url: easy.effectiveURL ?? request.url, body: transfer.data)
+    }
+
+    public func download(
+        _ request: DownloadRequest,
+        progress: @escaping @Sendable (DownloadProgress) -> Void
+    ) async throws -> DownloadResult {
+        if let error = TransportError.checkScheme(request.url) { throw error }
+        var headers = configuration.headers
+        for (name, value) in request.headers { headers.set(name, value) }
+        // Media is already compressed, and a byte range must count bytes of the file itself.
+        headers.set("Accept-Encoding", "identity")
+        let easy = try makeEasy(url: request.url, timeout: nil)
+        if request.resumeFrom > 0 {
+            try easy.set(CURLOPT_RANGE, "\(request.resumeFrom)-", "CURLOPT_RANGE")
+            headers.set("If-Range", request.validator?.ifRangeValue)
+        }
+        let transfer = try CurlTransfer(
+            easy: easy, headerList: try CurlHeaderList(headers, url: request.url),
+            body: .file(request, progress: progress), maxRedirects: configuration.maxRedirects)
+        try await engine.perform(transfer)
+        let written = transfer.file?.written ?? 0
+        let base = transfer.file?.base ?? 0
+        return DownloadResult(
+            status: transfer.status, headers: transfer.headers, url: easy.effectiveURL ?? request.url,
+            bytesWritten: written, fileSize: base + written, validator: Validator(headers: transfer.headers),
+            restarted: transfer.restarted)
+    }
+
+    /// An easy handle with the options every request shares: the safety settings first.
+    private func makeEasy(url: URL, timeout: Duration?) throws(TransportError) -> CurlEasy {
+        let easy = try CurlEasy(url: url)
+        try easy.set(CURLOPT_URL, url.absoluteString, "CURLOPT_URL")
+        // Only http and https, redirects included: a Location pointing at file:// or ftp:// fails the transfer.
+        try easy.set(CURLOPT_PROTOCOLS_STR, "http,https", "CURLOPT_PROTOCOLS_STR")
+        try easy.set(CURLOPT_REDIR_PROTOCOLS_STR, "http,https", "CURLOPT_REDIR_PROTOCOLS_STR")
+        try easy.set(CURLOPT_FOLLOWLOCATION, true, "CURLOPT_FOLLOWLOCATION")
+        try easy.set(CURLOPT_MAXREDIRS, configuration.maxRedirects, "CURLOPT_MAXREDIRS")
+        // Statuses are judged here, not by libcurl, so that send() returns every status.
+        try easy.set(CURLOPT_FAILONERROR, false, "CURLOPT_FAILONERROR")
+        // Signals would disturb other threads of the process; libcurl then needs a threaded resolver.
+        try easy.set(CURLOPT_NOSIGNAL, true, "CURLOPT_NOSIGNAL")
+        try easy.set(CURLOPT_SSL_VERIFYPEER, true, "CURLOPT_SSL_VERIFYPEER")
+        try easy.set(CURLOPT_SSL_VERIFYHOST, 2, "CURLOPT_SSL_VERIFYHOST")
+        try easy.set(CURLOPT_BUFFERSIZE, Self.bufferSize, "CURLOPT_BUFFERSIZE")
+        try easy.set(CURLOPT_TIMEOUT_MS, Self.milliseconds(timeout ?? configuration.timeout), "CURLOPT_TIMEOUT_MS")
+        try easy.set(CURLOPT_CONNECTTIMEOUT_MS, Self.milliseconds(configuration.connectTimeout),
+                     "CURLOPT_CONNECTTIMEOUT_MS")
+        if configuration.lowSpeedLimit > 0 {
+            try easy.set(CURLOPT_LOW_SPEED_LIMIT, configuration.lowSpeedLimit, "CURLOPT_LOW_SPEED_LIMIT")
+            try easy.set(CURLOPT_LOW_SPEED_TIME, max(1, Int(configuration.lowSpeedTime.seconds.rounded(.up))),
+                         "CURLOPT_LOW_SPEED_TIME")
+        }
+        try easy.set(CURLOPT_USERAGENT, configuration.userAgent, "CURLOPT_USERAGENT")
+        // An empty proxy turns off the proxy environment variables too: where bytes go is the config's call.
+        try easy.set(CURLOPT_PROXY, configuration.proxy ?? "", "CURLOPT_PROXY")
+        try easy.set(CURLOPT_SUPPRESS_CONNECT_HEADERS, true, "CURLOPT_SUPPRESS_CONNECT_HEADERS")
+        if let caFile = configuration.caFile { try easy.set(CURLOPT_CAINFO, caFile, "CURLOPT_CAINFO") }
+        try easy.set(CURLOPT_HTTP_VERSION, configuration.http2 ? CURL_HTTP_VERSION_2TLS : CURL_HTTP_VERSION_1_1,
+                     "CURLOPT_HTTP_VERSION")
+        return easy
+    }
+
+    private static func milliseconds(_ duration: Duration) -> Int {
+        let components = duration.components
+        return Int(components.seconds) * 1000 + Int(components.attoseconds / 1_000_000_000_000_000)
+    }
+}

@@ -1,0 +1,230 @@
+#!/usr/bin/env bash
+# Times mediafetch's transports against curl -Z, aria2c and wget, all fetching the same generated tree
+# from one nginx on 127.0.0.1, and prints wall time, throughput, peak memory and the ratio to curl -Z.
+#
+#   Benchmarks/run.sh                  # 2,000 files + one 512 MiB file, median of 3 runs
+#   N=200 RUNS=1 Benchmarks/run.sh     # quicker
+#
+# Environment: N (files, default 2000), RUNS (default 3), CONCURRENCY (default 16), BIG_MIB (default 512),
+# SMALL_N (the smaller run for the memory check, default 200), CACHE (where the tree is generated once,
+# default .build/bench-cache), MEDIAFETCH (a prebuilt binary; default: swift build -c release),
+# TOOLS (which rows, default "curl-transport foundation-transport curl curl+sync aria2c wget").
+set -euo pipefail
+
+N=${N:-2000}
+RUNS=${RUNS:-3}
+CONCURRENCY=${CONCURRENCY:-16}
+BIG_MIB=${BIG_MIB:-512}
+SMALL_N=${SMALL_N:-200}
+TOOLS=${TOOLS:-"curl-transport foundation-transport curl curl+sync aria2c wget"}
+ROOT=$(cd "$(dirname "$0")/.." && pwd)
+CACHE=${CACHE:-$ROOT/.build/bench-cache}
+
+# Only loopback: no proxy may redirect a request elsewhere.
+unset http_proxy https_proxy HTTP_PROXY HTTPS_PROXY all_proxy ALL_PROXY no_proxy NO_PROXY
+
+for tool in nginx curl aria2c wget /usr/bin/time python3; do
+    command -v "$tool" > /dev/null || { echo "missing: $tool (apt-get install nginx-light curl aria2 wget time)" >&2; exit 2; }
+done
+
+if [[ -z "${MEDIAFETCH:-}" ]]; then
+    echo "building mediafetch (release)..." >&2
+    (cd "$ROOT" && swift build -c release --product mediafetch >&2)
+    MEDIAFETCH="$(cd "$ROOT" && swift build -c release --show-bin-path)/mediafetch"
+fi
+
+# --- the tree, generated once -------------------------------------------------------------------
+TREE="$CACHE/tree"
+if [[ ! -f "$TREE/.complete-$N-$BIG_MIB" ]]; then
+    echo "generating $N files of 300 KB-1.2 MB and one $BIG_MIB MiB file in $TREE..." >&2
+    rm -rf "$TREE" && mkdir -p "$TREE/files"
+    python3 - "$TREE" "$N" "$BIG_MIB" <<'PY'
+import os, random, sys
+tree, count, big = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
+rng = random.Random(20261129)  # fixed seed: the same sizes on every machine
+for index in range(count):
+    with open(f"{tree}/files/f{index:05d}.m4a", "wb") as out:
+        out.write(os.urandom(rng.randint(300_000, 1_200_000)))
+with open(f"{tree}/big.bin", "wb") as out:
+    for _ in range(big):
+        out.write(os.urandom(1 << 20))
+PY
+    touch "$TREE/.complete-$N-$BIG_MIB"
+    sync
+fi
+
+# --- nginx on a free loopback port --------------------------------------------------------------
+WORK=$(mktemp -d /tmp/mediafetch-bench.XXXXXX)
+NGINX_PID=""
+cleanup() {
+    [[ -n "$NGINX_PID" ]] && kill "$NGINX_PID" 2> /dev/null && wait "$NGINX_PID" 2> /dev/null
+    rm -rf "$WORK"
+}
+trap cleanup EXIT
+
+PORT=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+mkdir -p "$WORK/nginx/tmp"
+cat > "$WORK/nginx/nginx.conf" <<CONF
+daemon off;
+master_process off;
+worker_processes 1;
+pid $WORK/nginx/nginx.pid;
+error_log $WORK/nginx/error.log warn;
+events { worker_connections 4096; }
+http {
+    access_log off;
+    sendfile on;
+    tcp_nopush on;
+    keepalive_requests 1000000;
+    default_type application/octet-stream;
+    client_body_temp_path $WORK/nginx/tmp/body;
+    proxy_temp_path $WORK/nginx/tmp/proxy;
+    fastcgi_temp_path $WORK/nginx/tmp/fastcgi;
+    uwsgi_temp_path $WORK/nginx/tmp/uwsgi;
+    scgi_temp_path $WORK/nginx/tmp/scgi;
+    server {
+        listen 127.0.0.1:$PORT;
+        root $TREE;
+    }
+}
+CONF
+nginx -p "$WORK/nginx" -c "$WORK/nginx/nginx.conf" -e "$WORK/nginx/error.log" &
+NGINX_PID=$!
+for _ in $(seq 100); do curl -s --noproxy '*' -o /dev/null "http://127.0.0.1:$PORT/big.bin" -r 0-0 && break; sleep 0.1; done
+
+BASE="http://127.0.0.1:$PORT"
+ls "$TREE/files" | sort | head -n "$N" | sed "s|^|$BASE/files/|" > "$WORK/urls-$N.txt"
+head -n "$SMALL_N" "$WORK/urls-$N.txt" > "$WORK/urls-$SMALL_N.txt"
+echo "$BASE/big.bin" > "$WORK/urls-big.txt"
+expected_bytes() { # list -> total bytes of its files in the tree
+    sed "s|^$BASE/||" "$1" | (cd "$TREE" && xargs stat -c %s) | awk '{ s += $1 } END { print s }'
+}
+
+# --- one timed command --------------------------------------------------------------------------
+# run_one NAME LIST COMMAND...: empties $WORK/out, runs COMMAND there, checks the bytes, prints "wall rss_kb".
+run_one() {
+    local name=$1 list=$2
+    shift 2
+    rm -rf "$WORK/out" "$WORK/state" && mkdir -p "$WORK/out"
+    # Write back the previous run's files first, so no run pays for another's dirty pages.
+    sync
+    local status=0
+    (cd "$WORK/out" && /usr/bin/time -f "%e %M" -o "$WORK/time.txt" "$@" > "$WORK/$name.log" 2>&1) || status=$?
+    local got
+    got=$(find "$WORK/out" -type f -printf '%s\n' | awk '{ s += $1 } END { print s + 0 }')
+    if [[ $status -ne 0 || "$got" != "$(expected_bytes "$list")" ]]; then
+        echo "  $name failed (exit $status, $got bytes); see its log:" >&2
+        tail -5 "$WORK/$name.log" >&2
+        echo "FAIL FAIL"
+        return
+    fi
+    cat "$WORK/time.txt"
+}
+
+median() { sort -n | awk '{ v[NR] = $1 } END { if (NR == 0) print "FAIL"; else print v[int((NR + 1) / 2)] }'; }
+
+mediafetch_config() { # LIST TRANSPORT -> config path
+    cat > "$WORK/$2.yaml" <<YAML
+source:
+  use: urls
+  file: $1
+transport:
+  use: $2
+  concurrency: $CONCURRENCY
+sink:
+  use: directory
+  path: $WORK/out
+  layout: "{title}.{ext}"
+state: $WORK/state
+YAML
+    echo "$WORK/$2.yaml"
+}
+
+curl_config() { # LIST -> curl --config file with one url/output pair per line
+    awk '{ n = split($0, p, "/"); printf "url = \"%s\"\noutput = \"%s\"\n", $0, p[n] }' "$1" > "$1.curl"
+    echo "$1.curl"
+}
+
+command_for() { # TOOL LIST -> the command line, one word per line
+    case $1 in
+        curl-transport) printf '%s\n' "$MEDIAFETCH" run "$(mediafetch_config "$2" curl)" --quiet ;;
+        foundation-transport) printf '%s\n' "$MEDIAFETCH" run "$(mediafetch_config "$2" foundation)" --quiet ;;
+        curl)
+            if [[ $(wc -l < "$2") -eq 1 ]]; then
+                printf '%s\n' curl -s -S --noproxy '*' -o "$WORK/out/$(basename "$(cat "$2")")" "$(cat "$2")"
+            else
+                printf '%s\n' curl -s -S --noproxy '*' -Z --parallel-max "$CONCURRENCY" --config "$(curl_config "$2")"
+            fi
+            ;;
+        curl+sync)
+            # curl -Z, then sync: the same durability the directory sink gives (it fsyncs each file).
+            printf '%s\n' sh -c 'curl -s -S --noproxy "*" -Z --parallel-max "$1" --config "$2" && sync' sh \
+                "$CONCURRENCY" "$(curl_config "$2")"
+            ;;
+        aria2c) printf '%s\n' aria2c -q -j "$CONCURRENCY" -i "$2" -d "$WORK/out" ;;
+        wget) printf '%s\n' wget -q --no-proxy -i "$2" -P "$WORK/out" ;;
+    esac
+}
+
+# bench TOOL LIST LABEL: RUNS timed runs, prints one table row's numbers "wall rss_mib".
+bench() {
+    local walls=() rss=()
+    for _ in $(seq "$RUNS"); do
+        local command=()
+        mapfile -t command < <(command_for "$1" "$2")
+        read -r wall kb < <(run_one "$1" "$2" "${command[@]}")
+        walls+=("$wall")
+        rss+=("$kb")
+    done
+    local wall peak
+    wall=$(printf '%s\n' "${walls[@]}" | median)
+    peak=$(printf '%s\n' "${rss[@]}" | sort -n | tail -1)
+    [[ $peak == FAIL ]] || peak=$(awk -v k="$peak" 'BEGIN { printf "%.1f", k / 1024 }')
+    echo "$wall $peak"
+}
+
+table() { # TITLE LIST TOOLS...
+    local title=$1 list=$2
+    shift 2
+    local bytes reference=""
+    bytes=$(expected_bytes "$list")
+    echo
+    echo "## $title ($(wc -l < "$list") files, $(awk -v b="$bytes" 'BEGIN { printf "%.2f GB", b / 1e9 }'), median of $RUNS)"
+    printf '| %-28s | %9s | %9s | %14s | %8s |\n' "tool" "wall (s)" "MB/s" "peak RSS (MiB)" "vs curl"
+    printf '| %-28s | %9s | %9s | %14s | %8s |\n' "---" "---:" "---:" "---:" "---:"
+    local rows=()
+    for tool in "$@"; do
+        read -r wall peak < <(bench "$tool" "$list")
+        [[ $tool == curl ]] && reference=$wall
+        rows+=("$tool $wall $peak")
+    done
+    for row in "${rows[@]}"; do
+        read -r tool wall peak <<< "$row"
+        local rate="-" ratio="-"
+        if [[ $wall != FAIL ]]; then
+            rate=$(awk -v b="$bytes" -v s="$wall" 'BEGIN { printf "%.0f", b / 1e6 / s }')
+            [[ -n $reference && $reference != FAIL ]] && ratio=$(awk -v a="$wall" -v r="$reference" 'BEGIN { printf "%.2fx", a / r }')
+        fi
+        case $tool in
+            curl) label="curl -Z --parallel-max $CONCURRENCY"
+                [[ $(wc -l < "$list") -eq 1 ]] && label="curl -o" ;;
+            curl+sync) label="curl -Z $CONCURRENCY, then sync" ;;
+            aria2c) label="aria2c -j $CONCURRENCY" ;;
+            wget) label="wget -i" ;;
+            curl-transport) label="mediafetch use: curl" ;;
+            foundation-transport) label="mediafetch use: foundation" ;;
+            *) label=$tool ;;
+        esac
+        printf '| %-28s | %9s | %9s | %14s | %8s |\n' "$label" "$wall" "$rate" "$peak" "$ratio"
+    done
+}
+
+# curl first in each table: it is the reference the ratios are taken against.
+ordered=(curl)
+for tool in $TOOLS; do [[ $tool == curl ]] || ordered+=("$tool"); done
+table "Many files" "$WORK/urls-$N.txt" "${ordered[@]}"
+table "Memory check: fewer files" "$WORK/urls-$SMALL_N.txt" curl curl-transport
+
+big=()
+for tool in curl curl-transport; do [[ " curl $TOOLS " == *" $tool "* ]] && big+=("$tool"); done
+table "One $BIG_MIB MiB file" "$WORK/urls-big.txt" "${big[@]}"

@@ -1,0 +1,142 @@
+import CCurl
+import Foundation
+import MediaFetchCore
+import Synchronization
+
+/// Runs every transfer of a transport on one multi handle, driven by one dedicated thread.
+///
+/// Other threads never touch the multi handle: they leave commands in a locked inbox and wake the thread
+/// with `curl_multi_wakeup`. The thread applies them between `curl_multi_poll` calls, so libcurl is only
+/// ever called from it.
+///
+/// `@unchecked Sendable`: ``inbox`` is behind a `Mutex`; ``multi`` is only used by the engine thread apart
+/// from `wakeup`, which is thread-safe; the rest is immutable.
+final class CurlEngine: @unchecked Sendable {
+    private enum Command {
+        case add(CurlTransfer)
+        case cancel(CurlTransfer)
+    }
+
+    private struct Inbox {
+        var commands: [Command] = []
+        var stopping = false
+        var stopped = false
+        var stopWaiters: [CheckedContinuation<Void, Never>] = []
+    }
+
+    private let multi: CurlMulti
+    private let inbox = Mutex(Inbox())
+
+    init(maxConnections: Int, maxPerHost: Int) throws(TransportError) {
+        multi = try CurlMulti(maxConnections: maxConnections, maxPerHost: maxPerHost)
+        // The thread holds the engine until it ends, so the multi handle outlives every call libcurl makes.
+        let thread = Thread { [self] in run() }
+        thread.name = "mediafetch.curl"
+        thread.start()
+    }
+
+    /// Runs a transfer to its end. Cancelling the calling task removes this transfer only.
+    func perform(_ transfer: CurlTransfer) async throws {
+        try await withTaskCancellationHandler {
+            try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Void, any Error>) in
+                transfer.continuation = continuation
+                let accepted = inbox.withLock { inbox in
+                    guard !inbox.stopping else { return false }
+                    inbox.commands.append(.add(transfer))
+                    // Cancelled before onCancel could find anything to stop: queue the stop behind the start.
+                    if Task.isCancelled { inbox.commands.append(.cancel(transfer)) }
+                    return true
+                }
+                if accepted {
+                    multi.wakeup()
+                } else {
+                    transfer.continuation = nil
+                    continuation.resume(throwing: TransportError(.cancelled, url: transfer.easy.url,
+                                                                 detail: "the transport was shut down"))
+                }
+            }
+        } onCancel: {
+            inbox.withLock { $0.commands.append(.cancel(transfer)) }
+            multi.wakeup()
+        }
+    }
+
+    /// Asks the thread to end, failing what is still running; returns at once.
+    func stop() {
+        inbox.withLock { $0.stopping = true }
+        multi.wakeup()
+    }
+
+    /// Asks the thread to end and waits until it did.
+    func shutdown() async {
+        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+            let done = inbox.withLock { inbox in
+                inbox.stopping = true
+                if !inbox.stopped { inbox.stopWaiters.append(continuation) }
+                return inbox.stopped
+            }
+            if done { continuation.resume() } else { multi.wakeup() }
+        }
+    }
+
+    // MARK: The engine thread
+
+    private func run() {
+        // Running transfers by their easy handle: the key libcurl hands back when one finishes.
+        var active: [UnsafeMutableRawPointer: CurlTransfer] = [:]
+        var problem: TransportError?
+        while problem == nil {
+            let (commands, stopping) = inbox.withLock { inbox in
+                defer { inbox.commands.removeAll(keepingCapacity: true) }
+                return (inbox.commands, inbox.stopping)
+            }
+            for command in commands {
+                switch command {
+                case .add(let transfer):
+                    do {
+                        try multi.add(transfer.easy)
+                        active[transfer.easy.handle] = transfer
+                    } catch {
+                        transfer.complete(stopped: error)
+                    }
+                case .cancel(let transfer):
+                    // A cancel that arrives after its transfer finished finds nothing, or another transfer.
+                    guard active[transfer.easy.handle] === transfer else { continue }
+                    active[transfer.easy.handle] = nil
+                    try? multi.remove(transfer.easy)
+                    transfer.complete(stopped: TransportError(.cancelled, url: transfer.easy.url))
+                }
+            }
+            if stopping { break }
+            do {
+                try multi.perform()
+                for (handle, result) in multi.finished() {
+                    guard let transfer = active.removeValue(forKey: handle) else { continue }
+                    try? multi.remove(transfer.easy)
+                    transfer.complete(result)
+                }
+                try multi.poll(milliseconds: 1000)
+            } catch {
+                problem = error
+            }
+        }
+        let reason = problem ?? TransportError(.cancelled, url: nil, detail: "the transport was shut down")
+        for transfer in active.values {
+            try? multi.remove(transfer.easy)
+            transfer.complete(stopped: TransportError(reason.code, url: transfer.easy.url, detail: reason.detail))
+        }
+        let (late, waiters) = inbox.withLock { inbox in
+            inbox.stopping = true
+            inbox.stopped = true
+            defer {
+                inbox.commands = []
+                inbox.stopWaiters = []
+            }
+            return (inbox.commands, inbox.stopWaiters)
+        }
+        for case .add(let transfer) in late {
+            transfer.complete(stopped: TransportError(reason.code, url: transfer.easy.url, detail: reason.detail))
+        }
+        for waiter in waiters { waiter.resume() }
+    }
+}

@@ -1,0 +1,26 @@
+import CCurl
+import Foundation
+import MediaFetchCore
+
+/// Owns a `curl_slist` of request header lines; it must live until the transfer that uses it is done.
+final class CurlHeaderList {
+    private(set) var pointer: UnsafeMutablePointer<curl_slist>?
+
+    /// Builds `Name: value` lines; an empty value is sent as `Name;`, which is how libcurl spells that.
+    init(_ headers: HTTPHeaders, url: URL) throws(TransportError) {
+        for (name, value) in headers {
+            let line = value.isEmpty ? "\(name);" : "\(name): \(value)"
+            guard !line.contains("\r"), !line.contains("\n") else {
+                throw TransportError(.other, url: url, detail: "header \(name) holds a line break")
+            }
+            guard let next = curl_slist_append(pointer, line) else {
+                throw TransportError(.other, url: url, detail: "out of memory building the header list")
+            }
+            pointer = next
+        }
+    }
+
+    deinit {
+        curl_slist_free_all(pointer)
+    }
+}

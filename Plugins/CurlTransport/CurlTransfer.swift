@@ -1,0 +1,230 @@
+import CCurl
+import Foundation
+import MediaFetchCore
+
+/// One request in flight: its easy handle, where its body goes, and what the response said.
+///
+/// `@unchecked Sendable`: the calling task builds it and hands it to the engine through the engine's lock;
+/// from then on only the engine's thread touches it (libcurl runs the callbacks on that thread, inside
+/// `curl_multi_perform`) until the engine resumes ``continuation``; after that only the calling task reads it.
+final class CurlTransfer: @unchecked Sendable {
+    enum Body {
+        /// Collected in memory, at most `limit` bytes; `head` when no body is asked for.
+        case buffer(limit: Int, head: Bool)
+        /// Streamed into `request.destination`.
+        case file(DownloadRequest, progress: @Sendable (DownloadProgress) -> Void)
+    }
+
+    /// How often a download's progress closure is called at most.
+    static let progressInterval = Duration.milliseconds(100)
+
+    let easy: CurlEasy
+    let body: Body
+    let maxRedirects: Int
+    /// Kept alive here because libcurl reads the list until the transfer is done.
+    private let headerList: CurlHeaderList
+    var continuation: CheckedContinuation<Void, any Error>?
+
+    /// The headers of the latest response: each status line starts a fresh set, so redirects leave none behind.
+    private(set) var headers = HTTPHeaders()
+    private(set) var status = 0
+    private(set) var data = Data()
+    private(set) var file: DownloadFile?
+    /// The body length the final response announced.
+    private(set) var expected: Int64?
+    private(set) var restarted = false
+    /// The first problem a callback found; it wins over the `CURLE_WRITE_ERROR` that aborting causes.
+    private var failure: TransportError?
+    /// Whether the final response's status was looked at (on its first body byte, or at the end when it had none).
+    private var started = false
+    private var lastProgress: ContinuousClock.Instant?
+
+    init(easy: CurlEasy, headerList: CurlHeaderList, body: Body, maxRedirects: Int) throws(TransportError) {
+        self.easy = easy
+        self.headerList = headerList
+        self.body = body
+        self.maxRedirects = maxRedirects
+        // Unretained: the engine holds the transfer for as long as libcurl may call back.
+        let context = Unmanaged.passUnretained(self).toOpaque()
+        try easy.set(CURLOPT_HTTPHEADER, pointer: UnsafeMutableRawPointer(headerList.pointer), "CURLOPT_HTTPHEADER")
+        try easy.setWriteFunction(Self.onBody)
+        try easy.set(CURLOPT_WRITEDATA, pointer: context, "CURLOPT_WRITEDATA")
+        try easy.setHeaderFunction(Self.onHeader)
+        try easy.set(CURLOPT_HEADERDATA, pointer: context, "CURLOPT_HEADERDATA")
+    }
+
+    // MARK: Callbacks (engine thread)
+
+    private static let onBody: curl_write_callback = { buffer, size, count, context in
+        guard let context else { return 0 }
+        let transfer = Unmanaged<CurlTransfer>.fromOpaque(context).takeUnretainedValue()
+        let bytes = UnsafeRawBufferPointer(start: buffer, count: size * count)
+        // Anything but the full count makes libcurl stop the transfer with CURLE_WRITE_ERROR.
+        return transfer.receive(body: bytes) ? size * count : 0
+    }
+
+    private static let onHeader: curl_write_callback = { buffer, size, count, context in
+        guard let context else { return 0 }
+        let transfer = Unmanaged<CurlTransfer>.fromOpaque(context).takeUnretainedValue()
+        transfer.receive(headerLine: UnsafeRawBufferPointer(start: buffer, count: size * count))
+        return size * count
+    }
+
+    private func receive(headerLine bytes: UnsafeRawBufferPointer) {
+        let line = String(decoding: bytes, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
+        if line.hasPrefix("HTTP/") {
+            headers = HTTPHeaders()
+            let words = line.split(separator: " ", maxSplits: 2)
+            status = words.count > 1 ? Int(words[1]) ?? 0 : 0
+        } else if let colon = line.firstIndex(of: ":") {
+            let name = line[..<colon].trimmingCharacters(in: .whitespaces)
+            let value = line[line.index(after: colon)...].trimmingCharacters(in: .whitespaces)
+            headers.add(name: name, value: value)
+        }
+    }
+
+    private func receive(body bytes: UnsafeRawBufferPointer) -> Bool {
+        guard failure == nil, started || start() else { return false }
+        switch body {
+        case .buffer(let limit, _):
+            guard data.count + bytes.count <= limit else {
+                return fail(TransportError(.bodyTooLarge(limit: Int64(limit)), url: easy.effectiveURL ?? easy.url))
+            }
+            data.append(contentsOf: bytes)
+        case .file(let request, _):
+            guard let file else { return false }
+            if let maxBytes = request.maxBytes, file.base + file.written + Int64(bytes.count) > maxBytes {
+                return fail(TransportError(.bodyTooLarge(limit: maxBytes), url: easy.effectiveURL ?? easy.url))
+            }
+            do {
+                try file.write(bytes)
+            } catch {
+                return fail(error)
+            }
+            reportProgress(force: false)
+        }
+        return true
+    }
+
+    /// Looks at the final response before any of its body is kept: for a download this is where the status
+    /// decides whether the file is appended to, started over, or left alone.
+    private func start() -> Bool {
+        started = true
+        status = easy.responseCode
+        expected = easy.contentLength
+        let url = easy.effectiveURL ?? easy.url
+        switch body {
+        case .buffer(let limit, let head):
+            if !head, let expected, expected > Int64(limit) {
+                return fail(TransportError(.bodyTooLarge(limit: Int64(limit)), url: url))
+            }
+        case .file(let request, _):
+            let base: Int64
+            let size: Int64?
+            switch status {
+            case 206 where request.resumeFrom > 0:
+                let range = headers["Content-Range"].flatMap(ContentRange.init)
+                guard let range, range.start == request.resumeFrom else {
+                    return fail(TransportError(.other, url: url, detail: "the server sent a range that does not "
+                        + "start at byte \(request.resumeFrom) (Content-Range: \(headers["Content-Range"] ?? "none"))"))
+                }
+                base = request.resumeFrom
+                size = range.total ?? expected.map { base + $0 }
+            case 200:
+                restarted = request.resumeFrom > 0
+                base = 0
+                size = expected
+            default:
+                return fail(TransportError(.httpStatus(status), url: url, headers: headers))
+            }
+            // Refused before the file is touched, so a resume's kept bytes survive a file grown too big.
+            if let maxBytes = request.maxBytes, let size, size > maxBytes {
+                return fail(TransportError(.bodyTooLarge(limit: maxBytes), url: url))
+            }
+            do {
+                file = try DownloadFile(request.destination, keeping: base)
+            } catch {
+                return fail(error)
+            }
+            request.onResponse?(
+                DownloadResponse(status: status, validator: Validator(headers: headers), expectedSize: size,
+                                 restarts: restarted))
+        }
+        return true
+    }
+
+    private func fail(_ error: TransportError) -> Bool {
+        if failure == nil { failure = error }
+        return false
+    }
+
+    private func reportProgress(force: Bool) {
+        guard case .file(_, let progress) = body, let file else { return }
+        let now = ContinuousClock.now
+        if !force, let lastProgress, now - lastProgress < Self.progressInterval { return }
+        lastProgress = now
+        progress(DownloadProgress(received: file.base + file.written, expected: expected.map { file.base + $0 }))
+    }
+
+    // MARK: Completion (engine thread)
+
+    /// Ends the transfer once libcurl has let go of it, and resumes the waiting task.
+    func complete(_ code: CURLcode) {
+        resume(outcome(code))
+    }
+
+    /// Ends a transfer stopped before libcurl finished it (cancelled, or the transport shut down).
+    func complete(stopped error: TransportError) {
+        try? file?.close()
+        resume(.failure(error))
+    }
+
+    private func outcome(_ code: CURLcode) -> Result<Void, TransportError> {
+        let url = easy.effectiveURL ?? easy.url
+        do throws(TransportError) {
+            defer { try? file?.close() }
+            if let failure { throw failure }
+            if let shortfall = shortBody(code) {
+                throw TransportError(shortfall, url: url, detail: easy.message(for: code))
+            }
+            guard code == CURLE_OK else {
+                throw TransportError(curl: code, url: url, detail: easy.message(for: code), redirect: easy.redirectURL,
+                                     maxRedirects: maxRedirects)
+            }
+            if !started && !start() { throw failure ?? TransportError(.other, url: url) }
+            if let file {
+                // libcurl checks Content-Length too, but a count of our own does not depend on its heuristics.
+                if let expected, file.written != expected {
+                    throw TransportError(.truncated(expected: file.base + expected, received: file.base + file.written),
+                                         url: url)
+                }
+                reportProgress(force: true)
+                try file.close()
+            }
+            return .success(())
+        } catch {
+            return .failure(error)
+        }
+    }
+
+    /// A body that ended early because the connection did (libcurl's `CURLE_PARTIAL_FILE`, or a reset after
+    /// some of the body) is a truncation; a timeout or a cancellation stays what it is.
+    private func shortBody(_ code: CURLcode) -> TransportError.Code? {
+        guard code != CURLE_OK, code != CURLE_OPERATION_TIMEDOUT, code != CURLE_ABORTED_BY_CALLBACK else { return nil }
+        let base = file?.base ?? 0
+        let received = base + (file?.written ?? Int64(data.count))
+        if let expected, started, received < base + expected {
+            return .truncated(expected: base + expected, received: received)
+        }
+        return code == CURLE_PARTIAL_FILE ? .truncated(expected: base + (expected ?? -1), received: received) : nil
+    }
+
+    private func resume(_ result: Result<Void, TransportError>) {
+        guard let continuation else { return }
+        self.continuation = nil
+        switch result {
+        case .success: continuation.resume()
+        case .failure(let error): continuation.resume(throwing: error)
+        }
+    }
+}

@@ -1,0 +1,70 @@
+import Foundation
+import MediaFetchCore
+
+#if canImport(Glibc)
+    import Glibc
+#endif
+
+/// A download's destination, written with `pwrite(2)` on a raw descriptor: no buffering layer between
+/// libcurl's buffer and the kernel, and an explicit offset so the kept bytes of a resume are never touched.
+final class DownloadFile {
+    private var descriptor: Int32
+    /// Where the body starts: the kept bytes on 206, zero on 200.
+    let base: Int64
+    private(set) var written: Int64 = 0
+    let url: URL
+
+    /// Opens (creating when needed) and cuts the file to `base` bytes.
+    init(_ url: URL, keeping base: Int64) throws(TransportError) {
+        self.url = url
+        self.base = base
+        descriptor = open(url.path, O_WRONLY | O_CREAT | O_CLOEXEC, 0o644)
+        guard descriptor >= 0 else { throw Self.error(url, "cannot open") }
+        // Only cut when the size is wrong: ext4 flushes a file truncated to zero when it is closed (its
+        // replace-by-truncate safeguard), which made a fresh 512 MiB download wait on the disk.
+        var status = stat()
+        guard fstat(descriptor, &status) == 0 else {
+            let error = Self.error(url, "cannot stat")
+            Glibc.close(descriptor)
+            descriptor = -1
+            throw error
+        }
+        guard Int64(status.st_size) == base || ftruncate(descriptor, off_t(base)) == 0 else {
+            let error = Self.error(url, "cannot cut to \(base) bytes")
+            Glibc.close(descriptor)
+            descriptor = -1
+            throw error
+        }
+    }
+
+    deinit {
+        if descriptor >= 0 { Glibc.close(descriptor) }
+    }
+
+    /// Appends the bytes after what is already written.
+    func write(_ bytes: UnsafeRawBufferPointer) throws(TransportError) {
+        guard let start = bytes.baseAddress else { return }
+        var done = 0
+        while done < bytes.count {
+            let count = pwrite(descriptor, start + done, bytes.count - done, off_t(base + written + Int64(done)))
+            if count < 0 {
+                if errno == EINTR { continue }
+                throw Self.error(url, "cannot write")
+            }
+            done += count
+        }
+        written += Int64(done)
+    }
+
+    /// Closes the descriptor; a failed close can mean lost data (NFS, quotas), so it is an error.
+    func close() throws(TransportError) {
+        guard descriptor >= 0 else { return }
+        let result = Glibc.close(descriptor)
+        descriptor = -1
+        if result != 0 { throw Self.error(url, "cannot close") }
+    }
+
+    private static func error(_ url: URL, _ what: String) -> TransportError {
+        TransportError(.fileError, url: url, detail: "\(what) \(url.path): \(String(cString: strerror(errno)))")
+    }
+}

@@ -1,0 +1,37 @@
+import Foundation
+import MediaFetchCore
+
+/// Bytes that compress badly and differ per seed, made fast enough for megabytes.
+func randomBytes(_ count: Int, seed: UInt64) -> Data {
+    var state = seed &* 0x9E37_79B9_7F4A_7C15 | 1
+    var bytes = [UInt8](repeating: 0, count: count)
+    bytes.withUnsafeMutableBufferPointer { buffer in
+        for index in 0..<count {
+            // xorshift64*: deterministic, so a failing test fails the same way again.
+            state ^= state >> 12
+            state ^= state << 25
+            state ^= state >> 27
+            buffer[index] = UInt8(truncatingIfNeeded: (state &* 0x2545_F491_4F6C_DD1D) >> 56)
+        }
+    }
+    return Data(bytes)
+}
+
+/// A fresh directory for downloads, removed after `body`.
+func withTemporaryDirectory<T>(_ body: (URL) async throws -> T) async throws -> T {
+    let directory = FileManager.default.temporaryDirectory
+        .appendingPathComponent("curl-test-\(UUID().uuidString)", isDirectory: true)
+    try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+    defer { try? FileManager.default.removeItem(at: directory) }
+    return try await body(directory)
+}
+
+/// The error a call threw, as a ``TransportError``, or nil when it threw none or another kind.
+func transportError<T>(_ body: () async throws -> T) async -> TransportError? {
+    do {
+        _ = try await body()
+        return nil
+    } catch {
+        return error as? TransportError
+    }
+}
