@@ -1,4 +1,5 @@
 import ArchiveSink
+import CurlTransport
 import DirectorySink
 import FoundationTransport
 import ITunesSource
@@ -11,7 +12,8 @@ public enum BundledPlugins {
         var registry = PluginRegistry()
         registry.register(source: ITunesSource.descriptor)
         registry.register(source: URLListSource.descriptor)
-        registry.register(transport: FoundationTransport.descriptor, isDefault: true)
+        registry.register(transport: CurlTransport.descriptor, isDefault: true)
+        registry.register(transport: FoundationTransport.descriptor)
         registry.register(sink: DirectorySink.descriptor, isDefault: true)
         registry.register(sink: ArchiveSink.descriptor)
         return registry

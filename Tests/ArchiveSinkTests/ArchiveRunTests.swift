@@ -175,18 +175,14 @@ struct ArchiveRunTests {
         }
     }
 
-    /// VmHWM (peak resident memory) of this process in KiB.
-    static func peakResidentKiB() -> Int? {
-        guard let status = try? String(contentsOfFile: "/proc/self/status", encoding: .utf8) else { return nil }
-        let line = status.split(separator: "\n").first { $0.hasPrefix("VmHWM:") }
-        return line.flatMap { Int($0.split(separator: " ").dropFirst().first ?? "") }
-    }
-
     /// A 1 GiB entry streams through with flat memory. The staged file is sparse (no disk or memory to
     /// make it). Run alone, peak resident memory grows by about 3 MiB (measured 2.8-3.1 MiB); the bound is
     /// 256 MiB because VmHWM is per process and other suites run in parallel in it (seen: up to 67 MiB).
     /// Holding the file, or a compressor buffering the stream, would add about 1 GiB.
-    @Test func oneGibibyteEntryWithFlatMemory() async throws {
+    /// A 1 GiB entry is written whole and right. (Its memory is measured where nothing else runs beside it:
+    /// MemoryTests runs mediafetch as a child process and reads its peak RSS; in this process other suites
+    /// run in parallel and move the peak.)
+    @Test func oneGibibyteEntry() async throws {
         let fixture = try ArchiveFixture()
         let size: Int64 = 1 << 30
         let url = fixture.stage.appendingPathComponent("big.download")
@@ -195,17 +191,11 @@ struct ArchiveRunTests {
         // sha256 of 1 GiB of zero bytes (`head -c 1G /dev/zero | sha256sum`).
         let zeros = "49bc20df15e412a64472421e13fe86ff1c5165e18b2afccf160d4dc19fe68a14"
         let staged = StagedFile(url: url, size: size, sha256: zeros, sourceURL: url)
-        // Peak memory is monotonic; reset it where the kernel lets us, so other tests' peaks do not mask ours.
-        try? "5".write(toFile: "/proc/self/clear_refs", atomically: false, encoding: .utf8)
-        let before = try #require(Self.peakResidentKiB())
-
         let sink = try fixture.sink(collection: CollectionOptions(writesManifest: false, writesPlaylist: false))
         let plan = try await sink.plan(song("big", title: "Big"), asset: .preview)
         _ = try await sink.store(staged, as: plan)
         try await sink.finish()
 
-        let after = try #require(Self.peakResidentKiB())
-        #expect(after - before < 256 * 1024, "peak memory grew by \(after - before) KiB")
         let entries = try fixture.headers()
         #expect(entries.map(\.name) == [plan.relativePath])
         #expect(entries.first?.size == size)

@@ -1,4 +1,5 @@
 import ArchiveSink
+import CurlTransport
 import DirectorySink
 import Foundation
 import FoundationTransport
@@ -80,10 +81,12 @@ struct FaultMatrixTests {
     ]
 
     enum TransportKind: String, CaseIterable, Sendable {
+        case curl
         case foundation
 
-        func make() -> any Transport {
+        func make() throws -> any Transport {
             switch self {
+            case .curl: try CurlTransport(.init(concurrency: 4, lowSpeedTime: .seconds(1), maxRedirects: 5))
             case .foundation: FoundationTransport(.init(concurrency: 4, idleTimeout: .seconds(1), maxRedirects: 5))
             }
         }
@@ -164,7 +167,7 @@ struct FaultMatrixTests {
                 endpoint: server.baseURL, query: .lookup(key: "id", ids: [String(song.trackId)]), pageSize: 5,
                 maxItems: 5, requestsPerMinute: 0, throttleRetries: 3, throttleBackoff: .milliseconds(20)))
         let summary = await Pipeline(
-            source: source, transport: transportKind.make(), sink: try sinkKind.make(folder),
+            source: source, transport: try transportKind.make(), sink: try sinkKind.make(folder),
             options: .init(
                 concurrency: 2, stagingDirectory: folder.appendingPathComponent("staging"),
                 sourceName: "itunes", ledger: try Ledger(directory: folder), policy: fault.policy),

@@ -33,12 +33,12 @@ struct CommandRunner {
         let process = Process()
         let scratch: URL
 
-        init(_ arguments: [String], in directory: URL, environment: [String: String]) throws {
+        init(_ arguments: [String], in directory: URL, environment: [String: String], executable: URL? = nil) throws {
             scratch = FileManager.default.temporaryDirectory.appendingPathComponent("cli-\(UUID().uuidString)")
             try FileManager.default.createDirectory(at: scratch, withIntermediateDirectories: true)
             _ = FileManager.default.createFile(atPath: scratch.appendingPathComponent("stdout").path, contents: nil)
             _ = FileManager.default.createFile(atPath: scratch.appendingPathComponent("stderr").path, contents: nil)
-            process.executableURL = try CommandRunner.binary
+            process.executableURL = try executable ?? CommandRunner.binary
             process.arguments = arguments
             process.currentDirectoryURL = directory
             process.environment = ProcessInfo.processInfo.environment.merging(environment) { $1 }
@@ -70,12 +70,19 @@ struct CommandRunner {
         try Child(arguments, in: directory, environment: environment)
     }
 
+    /// Runs `mediafetch` (or `executable`) with `arguments` and waits for it.
     static func run(
-        _ arguments: [String], in directory: URL = packageRoot, environment: [String: String] = [:]
-    )
-        throws -> Outcome
-    {
-        try start(arguments, in: directory, environment: environment).wait()
+        _ arguments: [String], in directory: URL = packageRoot, environment: [String: String] = [:],
+        executable: URL? = nil
+    ) throws -> Outcome {
+        try Child(arguments, in: directory, environment: environment, executable: executable).wait()
+    }
+
+    /// What a shell pipeline printed (it must succeed).
+    static func shell(_ command: String) throws -> String {
+        let outcome = try run(["sh", "-c", command], executable: URL(fileURLWithPath: "/usr/bin/env"))
+        #expect(outcome.status == 0, "\(command): \(outcome.stderr)")
+        return outcome.stdout
     }
 
     static func temporaryDirectory() throws -> URL {

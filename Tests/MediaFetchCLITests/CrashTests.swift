@@ -6,8 +6,8 @@ import Testing
 /// `kill -9` at random moments, then a re-run: every item stored exactly once with the right bytes,
 /// nothing stored re-downloaded, partial bytes reused, the ledger telling the truth.
 struct CrashTests {
-    @Test(arguments: ["directory", "tar"])
-    func killedRunsLeaveNothingARerunCannotFinish(sink: String) throws {
+    @Test(arguments: ["curl", "foundation"], ["directory", "tar"])
+    func killedRunsLeaveNothingARerunCannotFinish(transport: String, sink: String) throws {
         let server = try MockCatalogServer()
         let scratch = try CommandRunner.temporaryDirectory()
         defer { try? FileManager.default.removeItem(at: scratch) }
@@ -18,7 +18,7 @@ struct CrashTests {
             "run", "config/demo.yaml", "--quiet",
             "--set", "source.endpoint=\(server.baseURL.absoluteString)",
             "--set", "source.term=a", "--set", "source.max-items=\(count)",
-            "--set", "sink.use=\(sink)", "--set", "sink.path=\(output.path)", "--set", "state=\(state.path)",
+            "--set", "transport.use=\(transport)", "--set", "sink.use=\(sink)", "--set", "sink.path=\(output.path)", "--set", "state=\(state.path)",
         ] + (sink == "tar" ? ["--set", "sink.manifest=false", "--set", "sink.playlist=false"] : [])
         // Kill moments drawn from a fixed seed, spread over a run's length, so the test is the same each time.
         var random = SplitMix64(seed: 9)

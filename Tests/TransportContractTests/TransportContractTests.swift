@@ -1,3 +1,4 @@
+import CurlTransport
 import Foundation
 import FoundationTransport
 import MediaFetchCore
@@ -11,12 +12,19 @@ import Testing
 /// Named exceptions: none yet. A clause a transport cannot meet is listed in
 /// ``TransportUnderTest/exceptions`` with the reason, never skipped silently.
 enum TransportUnderTest: String, CaseIterable, CustomStringConvertible, Sendable {
+    case curl
     case foundation
 
     var description: String { rawValue }
 
-    func make(concurrency: Int = 8, idleTimeout: Duration = .seconds(30), maxRedirects: Int = 10) -> any Transport {
+    /// - Parameter idleTimeout: how long a transfer may go without bytes (curl: its low-speed time).
+    func make(concurrency: Int = 8, idleTimeout: Duration = .seconds(30), maxRedirects: Int = 10) throws
+        -> any Transport
+    {
         switch self {
+        case .curl:
+            try CurlTransport(
+                .init(concurrency: concurrency, lowSpeedLimit: 1, lowSpeedTime: idleTimeout, maxRedirects: maxRedirects))
         case .foundation:
             FoundationTransport(.init(concurrency: concurrency, idleTimeout: idleTimeout, maxRedirects: maxRedirects))
         }
@@ -49,7 +57,7 @@ struct TransportContractTests {
 
     @Test(arguments: TransportUnderTest.allCases)
     func sendReturnsStatusHeadersAndBodyWhateverTheStatus(_ kind: TransportUnderTest) async throws {
-        let transport = kind.make()
+        let transport = try kind.make()
         let search = try #require(URL(string: Self.server.baseURL.absoluteString + "/search?term=love&limit=3"))
         let response = try await transport.send(HTTPRequest(url: search))
         #expect(response.status == 200)
@@ -63,7 +71,7 @@ struct TransportContractTests {
 
     @Test(arguments: TransportUnderTest.allCases)
     func aDownloadStreamsTheExactBytesAndReportsTheValidator(_ kind: TransportUnderTest) async throws {
-        let transport = kind.make()
+        let transport = try kind.make()
         let song = Self.song(1)
         let file = Self.scratchFile()
         defer { try? FileManager.default.removeItem(at: file) }
@@ -87,7 +95,7 @@ struct TransportContractTests {
 
     @Test(arguments: TransportUnderTest.allCases)
     func aResumeWithTheSameValidatorAppendsAfterTheKeptBytes(_ kind: TransportUnderTest) async throws {
-        let transport = kind.make()
+        let transport = try kind.make()
         let song = Self.song(2)
         let file = Self.scratchFile()
         defer { try? FileManager.default.removeItem(at: file) }
@@ -111,7 +119,7 @@ struct TransportContractTests {
 
     @Test(arguments: TransportUnderTest.allCases)
     func aChangedResourceRestartsFromZeroCleanly(_ kind: TransportUnderTest) async throws {
-        let transport = kind.make()
+        let transport = try kind.make()
         let song = Self.song(3)
         let file = Self.scratchFile()
         defer { try? FileManager.default.removeItem(at: file) }
@@ -129,7 +137,7 @@ struct TransportContractTests {
 
     @Test(arguments: TransportUnderTest.allCases)
     func anErrorStatusLeavesTheKeptBytesAlone(_ kind: TransportUnderTest) async throws {
-        let transport = kind.make()
+        let transport = try kind.make()
         let file = Self.scratchFile()
         defer { try? FileManager.default.removeItem(at: file) }
         let kept = Data("kept bytes".utf8)
@@ -146,7 +154,7 @@ struct TransportContractTests {
 
     @Test(arguments: TransportUnderTest.allCases)
     func redirectsAreFollowedOnlyToHTTP(_ kind: TransportUnderTest) async throws {
-        let transport = kind.make(maxRedirects: 3)
+        let transport = try kind.make(maxRedirects: 3)
         let song = Self.song(4)
         let file = Self.scratchFile()
         defer { try? FileManager.default.removeItem(at: file) }
@@ -192,7 +200,7 @@ struct TransportContractTests {
 
     @Test(arguments: TransportUnderTest.allCases)
     func aNonHTTPURLIsRefusedBeforeAnythingIsSent(_ kind: TransportUnderTest) async throws {
-        let transport = kind.make()
+        let transport = try kind.make()
         for text in ["file:///etc/passwd", "ftp://127.0.0.1/x"] {
             let url = try #require(URL(string: text))
             await #expect(throws: TransportError.self) {
@@ -205,7 +213,7 @@ struct TransportContractTests {
 
     @Test(arguments: TransportUnderTest.allCases)
     func aTruncatedOrResetBodyIsAnErrorNeverAShortSuccess(_ kind: TransportUnderTest) async throws {
-        let transport = kind.make()
+        let transport = try kind.make()
         let song = Self.song(5)
         Self.server.setFaultHook { request in
             switch request.query("fault") {
@@ -232,7 +240,7 @@ struct TransportContractTests {
 
     @Test(arguments: TransportUnderTest.allCases)
     func aStalledTransferEndsWithATimeout(_ kind: TransportUnderTest) async throws {
-        let transport = kind.make(idleTimeout: .seconds(1))
+        let transport = try kind.make(idleTimeout: .seconds(1))
         let song = Self.song(6)
         Self.server.setFaultHook { $0.path == song.path ? .stall(afterBytes: 10_000, seconds: 20) : nil }
         defer { Self.server.setFaultHook(nil) }
@@ -247,7 +255,7 @@ struct TransportContractTests {
 
     @Test(arguments: TransportUnderTest.allCases)
     func cancellationReachesAnInFlightTransfer(_ kind: TransportUnderTest) async throws {
-        let transport = kind.make()
+        let transport = try kind.make()
         let song = Self.song(7)
         Self.server.setFaultHook { $0.path == song.path ? .stall(afterBytes: 20_000, seconds: 60) : nil }
         defer { Self.server.setFaultHook(nil) }
@@ -271,7 +279,7 @@ struct TransportContractTests {
 
     @Test(arguments: TransportUnderTest.allCases)
     func aHundredConcurrentTransfersAllArriveWhole(_ kind: TransportUnderTest) async throws {
-        let transport = kind.make(concurrency: 100)
+        let transport = try kind.make(concurrency: 100)
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("contract-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: directory) }
@@ -291,7 +299,7 @@ struct TransportContractTests {
 
     @Test(arguments: TransportUnderTest.allCases)
     func connectionsAreReusedAcrossTransfers(_ kind: TransportUnderTest) async throws {
-        let transport = kind.make(concurrency: 2)
+        let transport = try kind.make(concurrency: 2)
         let before = Self.server.connectionsAccepted
         for index in 0..<20 {
             let file = Self.scratchFile()

@@ -1,0 +1,56 @@
+import Foundation
+import MediaFetchCore
+import MediaFetchTesting
+import Testing
+
+/// A 512 MiB file through `mediafetch run`, with each transport and each sink: the bytes arrive
+/// whole, and the process's peak memory stays far below the file's size (it is streamed, never held).
+/// Measured on a child process with /usr/bin/time, where no other test shares the peak.
+struct MemoryTests {
+    static let size: Int64 = 512 << 20
+    /// Far below the file, well above what the tool needs (about 40 MiB with curl, 90 with Foundation).
+    static let peakLimitKiB = 160 * 1024
+
+    @Test(arguments: ["curl", "foundation"], ["directory", "tar"])
+    func aLargeFileIsStreamedWithFlatMemory(transport: String, sink: String) throws {
+        let server = try MockCatalogServer()
+        server.addFile(path: "/big/large.bin", size: Self.size, seed: 7)
+        let scratch = try CommandRunner.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: scratch) }
+        try Data("\(server.url(path: "/big/large.bin").absoluteString)\n".utf8)
+            .write(to: scratch.appendingPathComponent("list.txt"))
+        let output = scratch.appendingPathComponent(sink == "tar" ? "out.tar" : "out")
+        try Data("""
+            source: {use: urls, file: list.txt}
+            transport: {use: \(transport)}
+            sink: {use: \(sink), path: \(output.path), layout: "{title}.{ext}"}
+            """.utf8).write(to: scratch.appendingPathComponent("big.yaml"))
+        let timing = scratch.appendingPathComponent("time.txt")
+        let outcome = try CommandRunner.run([
+            "/usr/bin/time", "-f", "%M", "-o", timing.path, try CommandRunner.binary.path, "run",
+            scratch.appendingPathComponent("big.yaml").path, "--quiet",
+        ], executable: URL(fileURLWithPath: "/usr/bin/env"))
+        #expect(outcome.status == 0, "\(outcome.stdout)\(outcome.stderr)")
+        let peak = try #require(Int(String(decoding: try Data(contentsOf: timing), as: UTF8.self)
+            .trimmingCharacters(in: .whitespacesAndNewlines)))
+        #expect(peak < Self.peakLimitKiB, "peak RSS \(peak / 1024) MiB for a \(Self.size >> 20) MiB file")
+
+        let stored = sink == "tar"
+            ? try CommandRunner.shell("tar -xOf '\(output.path)' large.bin | sha256sum")
+            : try CommandRunner.shell("sha256sum < '\(output.appendingPathComponent("large.bin").path)'")
+        #expect(stored.hasPrefix(try Self.servedDigest(server)))
+    }
+
+    /// The SHA-256 of what the server serves, computed in pieces.
+    static func servedDigest(_ server: MockCatalogServer) throws -> String {
+        var hasher = SHA256()
+        var offset: Int64 = 0
+        while offset < size {
+            let end = min(size, offset + (8 << 20))
+            let bytes = try #require(server.contentBytes(path: "/big/large.bin", range: offset..<end))
+            bytes.withUnsafeBytes { hasher.update($0) }
+            offset = end
+        }
+        return hasher.finalize()
+    }
+}
