@@ -51,8 +51,10 @@ final class CurlEngine: @unchecked Sendable {
                     multi.wakeup()
                 } else {
                     transfer.continuation = nil
-                    continuation.resume(throwing: TransportError(.cancelled, url: transfer.easy.url,
-                                                                 detail: "the transport was shut down"))
+                    continuation.resume(
+                        throwing: TransportError(
+                            .cancelled, url: transfer.easy.url,
+                            detail: "the transport was shut down"))
                 }
             }
         } onCancel: {

@@ -19,10 +19,12 @@ final class CurlMulti: @unchecked Sendable {
             throw TransportError(.other, url: nil, detail: "curl_multi_init failed")
         }
         self.handle = handle
-        try check(mf_multi_setopt_long(handle, CURLMOPT_MAX_TOTAL_CONNECTIONS, maxConnections),
-                  "CURLMOPT_MAX_TOTAL_CONNECTIONS")
-        try check(mf_multi_setopt_long(handle, CURLMOPT_MAX_HOST_CONNECTIONS, maxPerHost),
-                  "CURLMOPT_MAX_HOST_CONNECTIONS")
+        try check(
+            mf_multi_setopt_long(handle, CURLMOPT_MAX_TOTAL_CONNECTIONS, maxConnections),
+            "CURLMOPT_MAX_TOTAL_CONNECTIONS")
+        try check(
+            mf_multi_setopt_long(handle, CURLMOPT_MAX_HOST_CONNECTIONS, maxPerHost),
+            "CURLMOPT_MAX_HOST_CONNECTIONS")
         // Several transfers share one HTTP/2 connection when the server offers it.
         try check(mf_multi_setopt_long(handle, CURLMOPT_PIPELINING, CURLPIPE_MULTIPLEX), "CURLMOPT_PIPELINING")
         // Keep every connection the limits allow, so that no transfer waits for a fresh handshake.

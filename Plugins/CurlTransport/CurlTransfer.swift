@@ -125,8 +125,12 @@ final class CurlTransfer: @unchecked Sendable {
             case 206 where request.resumeFrom > 0:
                 let range = headers["Content-Range"].flatMap(ContentRange.init)
                 guard let range, range.start == request.resumeFrom else {
-                    return fail(TransportError(.other, url: url, detail: "the server sent a range that does not "
-                        + "start at byte \(request.resumeFrom) (Content-Range: \(headers["Content-Range"] ?? "none"))"))
+                    return fail(
+                        TransportError(
+                            .other, url: url,
+                            detail: "the server sent a range that does not "
+                                + "start at byte \(request.resumeFrom) (Content-Range: \(headers["Content-Range"] ?? "none"))"
+                        ))
                 }
                 base = request.resumeFrom
                 size = range.total ?? expected.map { base + $0 }
@@ -147,8 +151,9 @@ final class CurlTransfer: @unchecked Sendable {
                 return fail(error)
             }
             request.onResponse?(
-                DownloadResponse(status: status, validator: Validator(headers: headers), expectedSize: size,
-                                 restarts: restarted))
+                DownloadResponse(
+                    status: status, validator: Validator(headers: headers), expectedSize: size,
+                    restarts: restarted))
         }
         return true
     }
@@ -188,15 +193,17 @@ final class CurlTransfer: @unchecked Sendable {
                 throw TransportError(shortfall, url: url, detail: easy.message(for: code))
             }
             guard code == CURLE_OK else {
-                throw TransportError(curl: code, url: url, detail: easy.message(for: code), redirect: easy.redirectURL,
-                                     maxRedirects: maxRedirects)
+                throw TransportError(
+                    curl: code, url: url, detail: easy.message(for: code), redirect: easy.redirectURL,
+                    maxRedirects: maxRedirects)
             }
             if !started && !start() { throw failure ?? TransportError(.other, url: url) }
             if let file {
                 // libcurl checks Content-Length too, but a count of our own does not depend on its heuristics.
                 if let expected, file.written != expected {
-                    throw TransportError(.truncated(expected: file.base + expected, received: file.base + file.written),
-                                         url: url)
+                    throw TransportError(
+                        .truncated(expected: file.base + expected, received: file.base + file.written),
+                        url: url)
                 }
                 reportProgress(force: true)
                 try file.close()

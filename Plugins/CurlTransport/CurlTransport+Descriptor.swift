@@ -9,27 +9,37 @@ extension CurlTransport {
             summary: "HTTP through libcurl: one multi handle and one thread for all transfers, shared connections, "
                 + "HTTP/2 over https, each download written straight to disk",
             options: [
-                OptionSpec("concurrency", .integer(1...256), default: .integer(16),
+                OptionSpec(
+                    "concurrency", .integer(1...256), default: .integer(16),
                     doc: "Downloads at once, and connections in all."),
-                OptionSpec("per-host", .integer(1...256), defaultText: "concurrency",
+                OptionSpec(
+                    "per-host", .integer(1...256), defaultText: "concurrency",
                     doc: "Connections to one host at most."),
-                OptionSpec("timeout", .duration, default: .duration(.seconds(300)),
+                OptionSpec(
+                    "timeout", .duration, default: .duration(.seconds(300)),
                     doc: "The most one transfer may take in all."),
-                OptionSpec("connect-timeout", .duration, default: .duration(.seconds(30)),
+                OptionSpec(
+                    "connect-timeout", .duration, default: .duration(.seconds(30)),
                     doc: "The most connecting (TCP and TLS) may take."),
-                OptionSpec("low-speed-limit", .integer(0...(1 << 40)), default: .integer(1),
+                OptionSpec(
+                    "low-speed-limit", .integer(0...(1 << 40)), default: .integer(1),
                     doc: "Bytes a second below which a transfer counts as stalled; 0 never stalls."),
-                OptionSpec("low-speed-time", .duration, default: .duration(.seconds(30)),
+                OptionSpec(
+                    "low-speed-time", .duration, default: .duration(.seconds(30)),
                     doc: "How long a transfer may stay below low-speed-limit before it is stopped as timed out."),
-                OptionSpec("max-redirects", .integer(0...50), default: .integer(10),
+                OptionSpec(
+                    "max-redirects", .integer(0...50), default: .integer(10),
                     doc: "Redirects followed at most; only to http and https."),
                 OptionSpec("headers", .stringMap, doc: "Extra request headers, sent with every request."),
-                OptionSpec("user-agent", .string, default: .string(defaultUserAgent),
+                OptionSpec(
+                    "user-agent", .string, default: .string(defaultUserAgent),
                     doc: "The User-Agent header; an honest one is the polite default."),
-                OptionSpec("proxy", .string,
+                OptionSpec(
+                    "proxy", .string,
                     doc: "A proxy URL (http://host:port, socks5h://host:port); left out, connections are direct "
                         + "and proxy environment variables are not read."),
-                OptionSpec("ca-file", .path,
+                OptionSpec(
+                    "ca-file", .path,
                     doc: "A PEM file of extra certificate authorities to trust besides the system's. "
                         + "TLS verification cannot be turned off."),
                 OptionSpec("http2", .bool, default: .bool(true), doc: "Use HTTP/2 when an https server offers it."),

@@ -101,8 +101,9 @@ public final class CurlTransport: Transport {
             body: .buffer(limit: request.maxBodyBytes, head: request.method == .head),
             maxRedirects: configuration.maxRedirects)
         try await engine.perform(transfer)
-        return HTTPResponse(status: transfer.status, headers: transfer.headers,
-                            url: easy.effectiveURL ?? request.url, body: transfer.data)
+        return HTTPResponse(
+            status: transfer.status, headers: transfer.headers,
+            url: easy.effectiveURL ?? request.url, body: transfer.data)
     }
 
     public func download(
@@ -148,20 +149,23 @@ public final class CurlTransport: Transport {
         try easy.set(CURLOPT_SSL_VERIFYHOST, 2, "CURLOPT_SSL_VERIFYHOST")
         try easy.set(CURLOPT_BUFFERSIZE, Self.bufferSize, "CURLOPT_BUFFERSIZE")
         try easy.set(CURLOPT_TIMEOUT_MS, Self.milliseconds(timeout ?? configuration.timeout), "CURLOPT_TIMEOUT_MS")
-        try easy.set(CURLOPT_CONNECTTIMEOUT_MS, Self.milliseconds(configuration.connectTimeout),
-                     "CURLOPT_CONNECTTIMEOUT_MS")
+        try easy.set(
+            CURLOPT_CONNECTTIMEOUT_MS, Self.milliseconds(configuration.connectTimeout),
+            "CURLOPT_CONNECTTIMEOUT_MS")
         if configuration.lowSpeedLimit > 0 {
             try easy.set(CURLOPT_LOW_SPEED_LIMIT, configuration.lowSpeedLimit, "CURLOPT_LOW_SPEED_LIMIT")
-            try easy.set(CURLOPT_LOW_SPEED_TIME, max(1, Int(configuration.lowSpeedTime.seconds.rounded(.up))),
-                         "CURLOPT_LOW_SPEED_TIME")
+            try easy.set(
+                CURLOPT_LOW_SPEED_TIME, max(1, Int(configuration.lowSpeedTime.seconds.rounded(.up))),
+                "CURLOPT_LOW_SPEED_TIME")
         }
         try easy.set(CURLOPT_USERAGENT, configuration.userAgent, "CURLOPT_USERAGENT")
         // An empty proxy turns off the proxy environment variables too: where bytes go is the config's call.
         try easy.set(CURLOPT_PROXY, configuration.proxy ?? "", "CURLOPT_PROXY")
         try easy.set(CURLOPT_SUPPRESS_CONNECT_HEADERS, true, "CURLOPT_SUPPRESS_CONNECT_HEADERS")
         if let caFile = configuration.caFile { try easy.set(CURLOPT_CAINFO, caFile, "CURLOPT_CAINFO") }
-        try easy.set(CURLOPT_HTTP_VERSION, configuration.http2 ? CURL_HTTP_VERSION_2TLS : CURL_HTTP_VERSION_1_1,
-                     "CURLOPT_HTTP_VERSION")
+        try easy.set(
+            CURLOPT_HTTP_VERSION, configuration.http2 ? CURL_HTTP_VERSION_2TLS : CURL_HTTP_VERSION_1_1,
+            "CURLOPT_HTTP_VERSION")
         return easy
     }
 

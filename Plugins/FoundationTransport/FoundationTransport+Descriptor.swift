@@ -28,7 +28,10 @@ extension FoundationTransport {
             let timeout = options.duration("timeout") ?? .seconds(300)
             let idle = options.duration("idle-timeout") ?? .seconds(30)
             guard timeout > .zero else { throw options.error("timeout", "the timeout must be above zero") }
-            guard idle > .zero else { throw options.error("idle-timeout", "the idle timeout must be above zero") }
+            // FoundationNetworking counts this timeout in whole seconds: 500ms would become 0, an instant timeout.
+            guard idle >= .seconds(1) else {
+                throw options.error("idle-timeout", "FoundationNetworking counts whole seconds: use 1s or more")
+            }
             return FoundationTransport(
                 Configuration(
                     concurrency: options.integer("concurrency") ?? 8,

@@ -255,7 +255,7 @@ final class SessionDelegate: NSObject, URLSessionDataDelegate, Sendable {
         let detail = urlError.localizedDescription
         switch urlError.code {
         case .cancelled: return TransportError(.cancelled, url: url)
-        case .timedOut: return TransportError(.timedOut, url: url, detail: detail)
+        case .timedOut: return TransportError(.timedOut, url: url)
         case .cannotConnectToHost, .cannotFindHost, .dnsLookupFailed, .notConnectedToInternet:
             return TransportError(.connectionFailed, url: url, detail: detail)
         case .httpTooManyRedirects: return TransportError(.tooManyRedirects(0), url: url, detail: detail)

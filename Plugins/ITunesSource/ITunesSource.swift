@@ -97,7 +97,17 @@ public struct ITunesSource: Source {
                 let batch = ids[start..<min(start + Self.lookupBatch, ids.count)]
                 var parameters = [(key, batch.joined(separator: ","))] + configuration.parameters
                 parameters.append(("limit", String(configuration.pageSize)))
-                _ = try await emitPage(try await call("lookup", parameters, context))
+                let page = try await call("lookup", parameters, context)
+                _ = try await emitPage(page)
+                if key == "id" {
+                    // An id the catalog does not know is simply absent from Apple's answer; say so.
+                    let answered = Set(page.flatMap(Self.ids))
+                    for id in batch where !answered.contains(id) {
+                        try await emit(
+                            .skipped(ItemRef(id: id, title: "id \(id)"), reason: "the catalog has no item with this id")
+                        )
+                    }
+                }
             }
         }
     }
@@ -147,6 +157,22 @@ public struct ITunesSource: Source {
                     "iTunes API answered HTTP \(response.status) for \(url.absoluteString): "
                         + Self.quote(response.body))
             }
+        }
+    }
+
+    /// The ids an output stands for: a lookup's answer may name an id as the item, or as its record's
+    /// track, collection or artist.
+    static func ids(_ output: SourceOutput) -> [String] {
+        switch output {
+        case .item(let item):
+            let raw = item.raw
+            return [item.id]
+                + ["trackId", "collectionId", "artistId"].compactMap { key in
+                    if case .number(let value)? = raw?[key] { return String(Int(value)) }
+                    return nil
+                }
+        case .skipped(let ref, _), .failed(let ref, _, _):
+            return [ref.id]
         }
     }
 

@@ -92,6 +92,10 @@ public struct URLListSource: Source {
         ),
         make: { options, _ in
             guard let path = options.path("file") else { throw options.error("file", "missing the list file") }
+            var isDirectory: ObjCBool = false
+            guard FileManager.default.fileExists(atPath: path, isDirectory: &isDirectory), !isDirectory.boolValue else {
+                throw options.error("file", "no such list file: \(path) (a relative path is relative to the config)")
+            }
             return URLListSource(file: path, displayName: path)
         }
     )

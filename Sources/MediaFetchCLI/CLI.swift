@@ -1,5 +1,6 @@
 import Foundation
 import MediaFetchCore
+import MediaFetchTesting
 
 /// The `mediafetch` command line.
 public enum CLI {
@@ -70,6 +71,9 @@ public enum CLI {
             printError("mediafetch: \(error)")
             return ExitCode.usage
         } catch let error as LedgerError {
+            printError("mediafetch: \(error)")
+            return ExitCode.usage
+        } catch let error as MockServerError {
             printError("mediafetch: \(error)")
             return ExitCode.usage
         } catch {

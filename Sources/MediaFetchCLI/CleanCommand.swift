@@ -15,6 +15,8 @@ enum CleanCommand {
         guard arguments.positional.count == 1 else { throw UsageError("clean takes one CONFIG file") }
         let spec = try ConfigLoader.load(
             path: arguments.positional[0], overrides: arguments.all("--set"), registry: BundledPlugins.registry)
+        let lock = try StateLock(directory: spec.stateDirectory)
+        defer { withExtendedLifetime(lock) {} }
         let files = FileManager.default
         let staging = Pipeline.stagingDirectory(state: spec.stateDirectory)
         let partials = ((try? files.contentsOfDirectory(atPath: staging.path)) ?? []).filter { $0.hasSuffix(".part") }

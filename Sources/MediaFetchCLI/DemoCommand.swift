@@ -28,7 +28,7 @@ enum DemoCommand {
         let overrides = ["source.endpoint=\(server.baseURL.absoluteString)"] + arguments.all("--set")
         let registry = BundledPlugins.registry
         let spec = try ConfigLoader.load(path: path, overrides: overrides, registry: registry)
-        printError("mock iTunes catalog serving at \(server.baseURL.absoluteString)")
+        if !arguments.has("--quiet") { printError("mock iTunes catalog serving at \(server.baseURL.absoluteString)") }
         let summary = try await RunCommand.execute(
             spec, registry: registry, quiet: arguments.has("--quiet"), json: false)
         if let output = spec.sink.options.path("path") {

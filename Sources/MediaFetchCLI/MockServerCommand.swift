@@ -20,9 +20,15 @@ enum MockServerCommand {
             throw UsageError("--port \(portText) is not a port number (0..65535)")
         }
         let server = try MockCatalogServer(port: port)
-        print("mock iTunes catalog serving at \(server.baseURL.absoluteString) (\(server.catalog.songs.count) songs)")
-        print("try: mediafetch search love --endpoint \(server.baseURL.absoluteString)")
-        print("stop with Ctrl-C")
+        // Written straight to the descriptor: print() holds lines back when stdout is a file or a pipe,
+        // and whoever started the server in the background needs its address now.
+        let text = """
+            mock iTunes catalog serving at \(server.baseURL.absoluteString) (\(server.catalog.songs.count) songs)
+            try: mediafetch search love --endpoint \(server.baseURL.absoluteString)
+            stop with Ctrl-C
+
+            """
+        FileHandle.standardOutput.write(Data(text.utf8))
         await SignalWatcher().firstSignal()
         server.stop()
         return CLI.ExitCode.success

@@ -39,6 +39,8 @@ enum RunCommand {
     static func execute(
         _ spec: PipelineSpec, registry: PluginRegistry, quiet: Bool, json: Bool, refetch: Bool = false
     ) async throws -> RunSummary {
+        let lock = try StateLock(directory: spec.stateDirectory)
+        defer { withExtendedLifetime(lock) {} }
         let parts = try PipelineParts(spec: spec, registry: registry)
         let ledger = try Ledger(directory: spec.stateDirectory)
         let reporter = Reporter(mode: Reporter.mode(quiet: quiet || json))
@@ -67,7 +69,9 @@ enum RunCommand {
 
     static func printSummary(_ summary: RunSummary, failures: [(ItemRef, URL?, String)], spec: PipelineSpec) {
         for (ref, url, reason) in failures {
-            print("failed: \(ref)" + (url.map { " <\($0.absoluteString)>" } ?? "") + ": \(reason)")
+            // The reason names the URL when the transport failed; otherwise say which URL it was.
+            let shownURL = url.map(\.absoluteString).flatMap { reason.contains($0) ? nil : " <\($0)>" } ?? ""
+            print("failed: \(ref)\(shownURL): \(ItemRef.printable(reason))")
         }
         var line = "\(summary.stored) stored, \(summary.failed) failed, \(summary.skipped) skipped"
         if summary.alreadyStored > 0 { line += ", \(summary.alreadyStored) already stored" }
@@ -76,14 +80,52 @@ enum RunCommand {
             line += " (\(Reporter.formatBytes(summary.bytesTransferred)) downloaded, the rest resumed)"
         }
         print(line)
+        let nothing = summary.stored + summary.failed + summary.skipped + summary.alreadyStored + summary.paused == 0
+        if nothing && summary.sourceError == nil && !summary.interrupted {
+            print("the source found nothing to fetch (check the search term, ids or list file)")
+        }
         if let error = summary.sourceError { print("the source failed: \(error)") }
-        if let error = summary.sinkError { print("the sink failed: \(error)") }
+        if let error = summary.sinkError { print(summary.interrupted ? error : "the sink failed: \(error)") }
         if let reason = summary.stopReason { print("stopped early: \(reason)") }
         if summary.interrupted {
+            let kept =
+                summary.paused == 0
+                ? ""
+                : " (\(summary.paused) partial downloads kept, "
+                    + "\(Reporter.formatBytes(summary.pausedBytes)))"
+            let status = ["mediafetch", "status", spec.configPath] + overrides(of: CommandLine.arguments)
             print(
-                "interrupted: finished files are stored and partial downloads kept; run the same command "
-                    + "again to resume (`mediafetch status \(spec.configPath)` shows where things stand)")
+                "interrupted\(kept): run the same command again to resume; `\(shellLine(status))` shows where "
+                    + "things stand")
         }
+    }
+
+    /// The `--set` arguments of a command line, to repeat them in a hint.
+    static func overrides(of arguments: [String]) -> [String] {
+        var result: [String] = []
+        var index = 0
+        while index < arguments.count {
+            if arguments[index] == "--set", index + 1 < arguments.count {
+                result += ["--set", arguments[index + 1]]
+                index += 1
+            } else if arguments[index].hasPrefix("--set=") {
+                result.append(arguments[index])
+            }
+            index += 1
+        }
+        return result
+    }
+
+    /// Words quoted for a POSIX shell where they need it.
+    static func shellLine(_ words: [String]) -> String {
+        words.map { word in
+            let safe =
+                !word.isEmpty
+                && word.unicodeScalars.allSatisfy {
+                    $0.isASCII && (CharacterSet.alphanumerics.contains($0) || "-_./=:,@%+".unicodeScalars.contains($0))
+                }
+            return safe ? word : "'" + word.replacingOccurrences(of: "'", with: "'\\''") + "'"
+        }.joined(separator: " ")
     }
 
     static func printJSON(_ value: some Encodable) {

@@ -38,6 +38,9 @@ enum StatusCommand {
             RunCommand.printJSON(entries.map(StatusEntry.init))
             return CLI.ExitCode.success
         }
+        print(
+            "(the ledger learns of an item when its download starts: items the source has not produced yet "
+                + "are not listed)")
         for status in LedgerStatus.allCases {
             let group = entries.filter { $0.status == status }
             print("\(status.rawValue): \(group.count)")

@@ -94,7 +94,25 @@ public struct ItemRef: Sendable, Hashable, Codable, CustomStringConvertible {
         self.artist = artist
     }
 
+    /// For a terminal: control and bidirectional-override characters from the catalog are shown as `�`
+    /// (a title must not be able to rewrite the line it is printed on), and an id that is a URL (a URL
+    /// list's item) is left out, since messages name the URL anyway.
     public var description: String {
-        if let artist, !artist.isEmpty { "\(artist) – \(title) [\(id)]" } else { "\(title) [\(id)]" }
+        let shown = id.contains("://") ? "" : " [\(Self.printable(id))]"
+        if let artist, !artist.isEmpty { return "\(Self.printable(artist)) – \(Self.printable(title))" + shown }
+        return Self.printable(title) + shown
+    }
+
+    /// `text` with control characters and bidirectional controls replaced by U+FFFD.
+    public static func printable(_ text: String) -> String {
+        String(
+            String.UnicodeScalarView(
+                text.unicodeScalars.map { scalar in
+                    let value = scalar.value
+                    let hidden =
+                        value < 0x20 || (0x7F...0x9F).contains(value) || (0x202A...0x202E).contains(value)
+                        || (0x2066...0x2069).contains(value) || value == 0x200E || value == 0x200F || value == 0x061C
+                    return hidden ? "\u{FFFD}" : scalar
+                }))
     }
 }

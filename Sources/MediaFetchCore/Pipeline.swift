@@ -85,7 +85,14 @@ public struct Pipeline: Sendable {
             // Only now are an archive's files durable, so only now does the ledger say so.
             for (key, record) in run.takeUncommitted() { options.ledger?.stored(key, record) }
         } catch {
-            run.tally.withLock { $0.sinkError = String(describing: error) }
+            run.tally.withLock { summary in
+                summary.sinkError = String(describing: error)
+                // An archive that was not completed holds nothing: what it took is fetched again next time.
+                if !sink.commitsEachStore {
+                    summary.stored = 0
+                    summary.bytes = 0
+                }
+            }
         }
         await transport.shutdown()
         run.flushLedger(force: true)
@@ -140,9 +147,10 @@ public struct Pipeline: Sendable {
                             if options.policy.maxFailures > 0,
                                 run.tally.withLock({ $0.failed }) >= options.policy.maxFailures
                             {
+                                let failed = run.tally.withLock { $0.failed }
                                 run.stop(
-                                    "\(options.policy.maxFailures) items failed (the download section's "
-                                        + "max-failures); no further items were started")
+                                    "\(failed) failures reached the download section's max-failures "
+                                        + "(\(options.policy.maxFailures)); no further items were started")
                                 break outputs
                             }
                             running += 1
@@ -244,6 +252,10 @@ public struct Pipeline: Sendable {
                     // Paused: the bytes stay for the next run to resume from.
                     ledger?.paused(job.key, receivedBytes: kept)
                     run.transferred(transferred)
+                    run.tally.withLock {
+                        $0.paused += 1
+                        $0.pausedBytes += kept
+                    }
                     return
                 }
                 if let response = answer.value, response.validator?.ifRangeValue != nil {
@@ -268,6 +280,10 @@ public struct Pipeline: Sendable {
                             continue
                         } catch {
                             ledger?.paused(job.key, receivedBytes: kept)
+                            run.tally.withLock {
+                                $0.paused += 1
+                                $0.pausedBytes += kept
+                            }
                             return
                         }
                     }

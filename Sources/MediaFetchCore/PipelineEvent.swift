@@ -42,6 +42,9 @@ public struct RunSummary: Sendable, Hashable, Codable {
     public var interrupted = false
     /// Set when the failure budget stopped the run early.
     public var stopReason: String?
+    /// Downloads stopped by the interruption, their bytes kept for the next run.
+    public var paused = 0
+    public var pausedBytes: Int64 = 0
 
     public init() {}
 

@@ -23,7 +23,7 @@ public struct PipelineSpec: Sendable {
     public var source: PluginSelection
     public var transport: PluginSelection
     public var sink: PluginSelection
-    /// The `state:` directory, absolute (default `.mediafetch/` beside the config).
+    /// The `state:` directory, absolute (default `.mediafetch/<config name>/` beside the config).
     public var stateDirectory: URL
     /// The `download:` section's options (every key of ``DownloadPolicy/options``, defaults filled in).
     public var download: PluginOptions

@@ -13,7 +13,10 @@ public struct SourceLocation: Sendable, Hashable, CustomStringConvertible {
         self.column = column
     }
 
-    public var description: String { "\(file):\(line):\(column)" }
+    /// `file:line:column`; for a command-line override, `--set key (column N)`.
+    public var description: String {
+        file.hasPrefix("--set") ? "\(file) (column \(column))" : "\(file):\(line):\(column)"
+    }
 }
 
 /// A config that cannot be used, with where and why, and what is allowed instead.

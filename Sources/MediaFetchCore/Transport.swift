@@ -87,7 +87,7 @@ public struct TransportError: Error, Sendable, CustomStringConvertible {
             what = "refused scheme \"\(scheme)\": only http and https are fetched, redirects included"
         case .tooManyRedirects(let limit):
             what = "more than \(limit) redirects (raise max-redirects if this is expected)"
-        case .timedOut: what = "timed out (raise the transport's timeout if the server is slow)"
+        case .timedOut: what = "timed out (the transport's timeout options allow more if the server is slow)"
         case .connectionFailed: what = "could not connect"
         case .httpStatus(let status): what = "HTTP \(status)"
         case .truncated(let expected, let received):

@@ -38,8 +38,9 @@ struct CurlTransportTests {
                 let first = try await transport.download(DownloadRequest(url: url, destination: destination)) { _ in }
                 let kept = 300_000
                 try content.prefix(kept).write(to: destination)
-                let request = DownloadRequest(url: url, destination: destination, resumeFrom: Int64(kept),
-                                              validator: first.validator)
+                let request = DownloadRequest(
+                    url: url, destination: destination, resumeFrom: Int64(kept),
+                    validator: first.validator)
                 let result = try await transport.download(request) { _ in }
                 #expect(result.status == 206)
                 #expect(result.restarted == false)
@@ -58,8 +59,9 @@ struct CurlTransportTests {
                 let destination = directory.appendingPathComponent("a.bin")
                 // Kept bytes of an older version: they must not survive the restart.
                 try Data(repeating: 0xAB, count: 700_000).write(to: destination)
-                let request = DownloadRequest(url: url, destination: destination, resumeFrom: 200_000,
-                                              validator: Validator(etag: "\"an-older-version\""))
+                let request = DownloadRequest(
+                    url: url, destination: destination, resumeFrom: 200_000,
+                    validator: Validator(etag: "\"an-older-version\""))
                 let result = try await transport.download(request) { _ in }
                 #expect(result.status == 200)
                 #expect(result.restarted)
@@ -75,9 +77,10 @@ struct CurlTransportTests {
                 let destination = directory.appendingPathComponent("kept.bin")
                 let kept = randomBytes(10_000, seed: 4)
                 try kept.write(to: destination)
-                let request = DownloadRequest(url: server.baseURL.appendingPathComponent("files/missing.bin"),
-                                              destination: destination, resumeFrom: Int64(kept.count),
-                                              validator: Validator(etag: "\"x\""))
+                let request = DownloadRequest(
+                    url: server.baseURL.appendingPathComponent("files/missing.bin"),
+                    destination: destination, resumeFrom: Int64(kept.count),
+                    validator: Validator(etag: "\"x\""))
                 let error = await transportError { try await transport.download(request) { _ in } }
                 #expect(error?.code == .httpStatus(404))
                 #expect(error?.headers?["Server"]?.hasPrefix("nginx") == true)
@@ -93,8 +96,10 @@ struct CurlTransportTests {
             try await withTemporaryDirectory { directory in
                 let destination = directory.appendingPathComponent("a.bin")
                 let announced = Mutex<[(DownloadResponse, Int)]>([])
-                let request = DownloadRequest(url: url, destination: destination, resumeFrom: 100_000,
-                                              validator: Validator(etag: "\"stale\"")) { response in
+                let request = DownloadRequest(
+                    url: url, destination: destination, resumeFrom: 100_000,
+                    validator: Validator(etag: "\"stale\"")
+                ) { response in
                     let size = (try? FileManager.default.attributesOfItem(atPath: destination.path)[.size]) as? Int
                     announced.withLock { $0.append((response, size ?? -1)) }
                 }
@@ -125,8 +130,9 @@ struct CurlTransportTests {
             try server.serve(content, at: "files/a.bin")
             try await withTemporaryDirectory { directory in
                 let destination = directory.appendingPathComponent("a.bin")
-                let request = DownloadRequest(url: server.baseURL.appendingPathComponent("redirect-http"),
-                                              destination: destination)
+                let request = DownloadRequest(
+                    url: server.baseURL.appendingPathComponent("redirect-http"),
+                    destination: destination)
                 let result = try await transport.download(request) { _ in }
                 #expect(result.status == 200)
                 #expect(result.url.path == "/files/a.bin")
@@ -139,8 +145,9 @@ struct CurlTransportTests {
         try await NginxServer.with { server in
             try await withTemporaryDirectory { directory in
                 let destination = directory.appendingPathComponent("passwd")
-                let request = DownloadRequest(url: server.baseURL.appendingPathComponent("redirect-file"),
-                                              destination: destination)
+                let request = DownloadRequest(
+                    url: server.baseURL.appendingPathComponent("redirect-file"),
+                    destination: destination)
                 let error = await transportError { try await transport.download(request) { _ in } }
                 #expect(error?.code == .unsupportedScheme("file"))
                 #expect(!FileManager.default.fileExists(atPath: destination.path))
@@ -232,7 +239,9 @@ struct CurlTransportTests {
                     for index in urls.indices {
                         group.addTask {
                             let destination = directory.appendingPathComponent("\(index).bin")
-                            _ = try await transport.download(DownloadRequest(url: urls[index], destination: destination)) { _ in }
+                            _ = try await transport.download(
+                                DownloadRequest(url: urls[index], destination: destination)
+                            ) { _ in }
                             #expect(try Data(contentsOf: destination) == contents[index])
                         }
                     }
@@ -254,7 +263,8 @@ struct CurlTransportTests {
                         group.addTask {
                             let destination = directory.appendingPathComponent("\(index).bin")
                             let result = try await transport.download(
-                                DownloadRequest(url: urls[index], destination: destination)) { _ in }
+                                DownloadRequest(url: urls[index], destination: destination)
+                            ) { _ in }
                             #expect(result.bytesWritten == Int64(contents[index].count))
                             #expect(try Data(contentsOf: destination) == contents[index])
                         }
@@ -296,7 +306,8 @@ struct CurlTransportTests {
                 let destination = directory.appendingPathComponent("a.bin")
                 _ = try await transport.download(DownloadRequest(url: url, destination: destination)) { seen.add($0) }
                 let reports = seen.reports
-                #expect(reports.last == DownloadProgress(received: Int64(content.count), expected: Int64(content.count)))
+                #expect(
+                    reports.last == DownloadProgress(received: Int64(content.count), expected: Int64(content.count)))
                 #expect(zip(reports, reports.dropFirst()).allSatisfy { $0.received <= $1.received })
             }
         }

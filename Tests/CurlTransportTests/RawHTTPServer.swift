@@ -17,7 +17,9 @@ final class RawHTTPServer: @unchecked Sendable {
 
     var url: URL { URL(string: "http://127.0.0.1:\(port)/raw.bin")! }
 
-    static func with<T>(response: String, body: Data = Data(), _ run: (RawHTTPServer) async throws -> T)
+    static func with<T>(
+        response: String, body: Data = Data(), _ run: (RawHTTPServer) async throws -> T
+    )
         async throws -> T
     {
         let server = try RawHTTPServer(response: Data(response.utf8) + body)

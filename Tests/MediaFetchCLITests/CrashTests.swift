@@ -14,12 +14,14 @@ struct CrashTests {
         let output = scratch.appendingPathComponent(sink == "tar" ? "out.tar" : "out")
         let state = scratch.appendingPathComponent("state")
         let count = 300
-        let arguments = [
-            "run", "config/demo.yaml", "--quiet",
-            "--set", "source.endpoint=\(server.baseURL.absoluteString)",
-            "--set", "source.term=a", "--set", "source.max-items=\(count)",
-            "--set", "transport.use=\(transport)", "--set", "sink.use=\(sink)", "--set", "sink.path=\(output.path)", "--set", "state=\(state.path)",
-        ] + (sink == "tar" ? ["--set", "sink.manifest=false", "--set", "sink.playlist=false"] : [])
+        let arguments =
+            [
+                "run", "config/demo.yaml", "--quiet",
+                "--set", "source.endpoint=\(server.baseURL.absoluteString)",
+                "--set", "source.term=a", "--set", "source.max-items=\(count)",
+                "--set", "transport.use=\(transport)", "--set", "sink.use=\(sink)", "--set", "sink.path=\(output.path)",
+                "--set", "state=\(state.path)",
+            ] + (sink == "tar" ? ["--set", "sink.manifest=false", "--set", "sink.playlist=false"] : [])
         // Kill moments drawn from a fixed seed, spread over a run's length, so the test is the same each time.
         var random = SplitMix64(seed: 9)
         for _ in 0..<8 {
@@ -41,7 +43,8 @@ struct CrashTests {
         let songs = catalog.search(term: "a").prefix(count)
         let tree = try sink == "tar" ? CommandRunner.extract(output, into: scratch) : CommandRunner.tree(output)
         #expect(tree.count == count)
-        #expect(try FileManager.default.contentsOfDirectory(atPath: scratch.path).allSatisfy { !$0.contains(".partial-") })
+        #expect(
+            try FileManager.default.contentsOfDirectory(atPath: scratch.path).allSatisfy { !$0.contains(".partial-") })
         #expect(Set(tree.values) == Set(songs.map { Data(catalog.previewBytes(for: $0)) }))
         let entries = try Ledger(directory: state).entries()
         #expect(entries.count == count)

@@ -20,22 +20,28 @@ struct MemoryTests {
         try Data("\(server.url(path: "/big/large.bin").absoluteString)\n".utf8)
             .write(to: scratch.appendingPathComponent("list.txt"))
         let output = scratch.appendingPathComponent(sink == "tar" ? "out.tar" : "out")
-        try Data("""
+        try Data(
+            """
             source: {use: urls, file: list.txt}
             transport: {use: \(transport)}
             sink: {use: \(sink), path: \(output.path), layout: "{title}.{ext}"}
-            """.utf8).write(to: scratch.appendingPathComponent("big.yaml"))
+            """.utf8
+        ).write(to: scratch.appendingPathComponent("big.yaml"))
         let timing = scratch.appendingPathComponent("time.txt")
-        let outcome = try CommandRunner.run([
-            "/usr/bin/time", "-f", "%M", "-o", timing.path, try CommandRunner.binary.path, "run",
-            scratch.appendingPathComponent("big.yaml").path, "--quiet",
-        ], executable: URL(fileURLWithPath: "/usr/bin/env"))
+        let outcome = try CommandRunner.run(
+            [
+                "/usr/bin/time", "-f", "%M", "-o", timing.path, try CommandRunner.binary.path, "run",
+                scratch.appendingPathComponent("big.yaml").path, "--quiet",
+            ], executable: URL(fileURLWithPath: "/usr/bin/env"))
         #expect(outcome.status == 0, "\(outcome.stdout)\(outcome.stderr)")
-        let peak = try #require(Int(String(decoding: try Data(contentsOf: timing), as: UTF8.self)
-            .trimmingCharacters(in: .whitespacesAndNewlines)))
+        let peak = try #require(
+            Int(
+                String(decoding: try Data(contentsOf: timing), as: UTF8.self)
+                    .trimmingCharacters(in: .whitespacesAndNewlines)))
         #expect(peak < Self.peakLimitKiB, "peak RSS \(peak / 1024) MiB for a \(Self.size >> 20) MiB file")
 
-        let stored = sink == "tar"
+        let stored =
+            sink == "tar"
             ? try CommandRunner.shell("tar -xOf '\(output.path)' large.bin | sha256sum")
             : try CommandRunner.shell("sha256sum < '\(output.appendingPathComponent("large.bin").path)'")
         #expect(stored.hasPrefix(try Self.servedDigest(server)))

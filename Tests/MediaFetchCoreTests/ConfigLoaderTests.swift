@@ -32,7 +32,7 @@ struct ConfigLoaderTests {
         #expect(spec.sink.name == "directory")
         // A default path is relative to the config directory, like one written in the file.
         #expect(spec.sink.options.values["path"] == .path("/configs/demo/downloads"))
-        #expect(spec.stateDirectory.path == "/configs/demo/.mediafetch")
+        #expect(spec.stateDirectory.path == "/configs/demo/.mediafetch/test")
     }
 
     @Test func fullConfigConvertsEveryType() throws {
@@ -176,7 +176,7 @@ struct ConfigLoaderTests {
         let root = directory.standardizedFileURL.path
         #expect(spec.configPath == file.path)
         #expect(spec.sink.options.values["path"] == .path(root + "/out"))
-        #expect(spec.stateDirectory.standardizedFileURL.path == root + "/.mediafetch")
+        #expect(spec.stateDirectory.standardizedFileURL.path == root + "/.mediafetch/demo")
         #expect(spec.source.options.locations["term"] == SourceLocation(file: file.path, line: 2, column: 3))
     }
 
@@ -201,7 +201,7 @@ struct ConfigLoaderTests {
         // A section without `use:` still gets the default plugin.
         #expect(text.contains("sink: directory  (default plugin)"))
         #expect(text.contains("    layout: artist  (test.yaml:5:3)"))
-        #expect(text.contains("state: /configs/demo/.mediafetch"))
+        #expect(text.contains("state: /configs/demo/.mediafetch/test"))
     }
 
     @Test(arguments: [

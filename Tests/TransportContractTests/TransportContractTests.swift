@@ -18,13 +18,16 @@ enum TransportUnderTest: String, CaseIterable, CustomStringConvertible, Sendable
     var description: String { rawValue }
 
     /// - Parameter idleTimeout: how long a transfer may go without bytes (curl: its low-speed time).
-    func make(concurrency: Int = 8, idleTimeout: Duration = .seconds(30), maxRedirects: Int = 10) throws
+    func make(
+        concurrency: Int = 8, idleTimeout: Duration = .seconds(30), maxRedirects: Int = 10
+    ) throws
         -> any Transport
     {
         switch self {
         case .curl:
             try CurlTransport(
-                .init(concurrency: concurrency, lowSpeedLimit: 1, lowSpeedTime: idleTimeout, maxRedirects: maxRedirects))
+                .init(concurrency: concurrency, lowSpeedLimit: 1, lowSpeedTime: idleTimeout, maxRedirects: maxRedirects)
+            )
         case .foundation:
             FoundationTransport(.init(concurrency: concurrency, idleTimeout: idleTimeout, maxRedirects: maxRedirects))
         }

@@ -53,7 +53,10 @@ public struct CollectionOptions: Sendable, Hashable {
         for name in options.list("assets") ?? defaults.assets.map(\.rawValue) {
             guard let asset = AssetKind(rawValue: name) else {
                 let known = AssetKind.allCases.map(\.rawValue).joined(separator: ", ")
-                throw options.error("assets", "unknown asset \"\(name)\"; known: \(known)")
+                let hint =
+                    EditDistance.nearest(name, in: AssetKind.allCases.map(\.rawValue))
+                    .map { " (did you mean \"\($0)\"?)" } ?? ""
+                throw options.error("assets", "unknown asset \"\(name)\"\(hint); known: \(known)")
             }
             guard !assets.contains(asset) else {
                 throw options.error("assets", "\"\(name)\" is listed twice")

@@ -40,7 +40,11 @@ struct ConfigValidator {
         {
             state = value
         } else {
-            state = converter.configDirectory.appendingPathComponent(".mediafetch").standardizedFileURL.path
+            // One state directory per config: configs side by side in a folder must not share a ledger.
+            let name = URL(fileURLWithPath: path).deletingPathExtension().lastPathComponent
+            state =
+                converter.configDirectory.appendingPathComponent(".mediafetch")
+                .appendingPathComponent(name.isEmpty ? "config" : name).standardizedFileURL.path
         }
         let download = try sectionOptions(
             "download", pairs: try mappingPairs(sections["download"], key: "download"),

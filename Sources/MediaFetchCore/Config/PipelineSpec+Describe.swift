@@ -11,7 +11,7 @@ extension PipelineSpec {
     ///     term: jack johnson  (demo.yaml:3:3)
     /// transport: foundation  (default plugin)
     /// ...
-    /// state: /home/me/demo/.mediafetch
+    /// state: /home/me/demo/.mediafetch/demo
     /// ```
     public func describe() -> String {
         var lines = ["config: \(configPath)"]
@@ -27,6 +27,12 @@ extension PipelineSpec {
                 let origin = selection.options.locations[key].map(originText) ?? "default"
                 lines.append("    \(key): \(value)  (\(origin))")
             }
+        }
+        lines.append("download:")
+        for key in download.values.keys.sorted() {
+            guard let value = download.values[key] else { continue }
+            let origin = download.locations[key].map(originText) ?? "default"
+            lines.append("    \(key): \(value)  (\(origin))")
         }
         lines.append("state: \(stateDirectory.path)")
         return lines.joined(separator: "\n")

@@ -32,7 +32,9 @@ final class SQLiteDatabase {
         let code = sqlite3_exec(handle, sql, nil, nil, &error)
         defer { sqlite3_free(error) }
         guard code == SQLITE_OK else {
-            throw LedgerError("ledger \(path): \(error.map { String(cString: $0) } ?? "error \(code)") in: \(sql)")
+            throw LedgerError(
+                "the ledger \(path) cannot be used: \(error.map { String(cString: $0) } ?? "error \(code)"); if it "
+                    + "is damaged, `mediafetch clean CONFIG --all` starts a new one (stored files are kept)")
         }
     }
 

@@ -82,17 +82,25 @@ public struct LayoutTemplate: Sendable, Hashable, CustomStringConvertible {
         for (index, segments) in components.enumerated() {
             let isFile = index == components.count - 1
             var raw = ""
+            var fields = 0
+            var filled = 0
             for segment in segments {
                 switch segment {
                 case .literal(let literal): raw += literal
-                case .field(let placeholder, let width): raw += Self.value(placeholder, width: width, item, asset)
+                case .field(let placeholder, let width):
+                    let value = Self.value(placeholder, width: width, item, asset)
+                    fields += 1
+                    if !value.isEmpty { filled += 1 }
+                    raw += value
                 }
             }
             if isFile {
                 result.append(SafeName.component(raw, keepingExtension: true))
             } else {
+                // A folder level whose fields are all missing is left out, literal text and all
+                // (`{artist} - {album}` for an item with neither is no folder called "-").
                 let name = SafeName.cleaned(raw)
-                if !name.isEmpty { result.append(name) }
+                if !name.isEmpty && (fields == 0 || filled > 0) { result.append(name) }
             }
         }
         return result
@@ -233,7 +241,10 @@ public struct LayoutTemplate: Sendable, Hashable, CustomStringConvertible {
         let parts = body.split(separator: ":", maxSplits: 1, omittingEmptySubsequences: false)
         let name = String(parts.first ?? "")
         guard let placeholder = Placeholder(rawValue: name) else {
-            throw failure("unknown placeholder {\(body)} in the layout; allowed: \(placeholderList)")
+            let hint =
+                EditDistance.nearest(name, in: Placeholder.allCases.map(\.rawValue))
+                .map { " (did you mean {\($0)}?)" } ?? ""
+            throw failure("unknown placeholder {\(body)} in the layout\(hint); allowed: \(placeholderList)")
         }
         guard parts.count == 2 else { return .field(placeholder, width: nil) }
         let format = parts[1]
