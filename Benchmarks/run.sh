@@ -111,7 +111,12 @@ run_one() {
     local status=0
     (cd "$WORK/out" && /usr/bin/time -f "%e %M" -o "$WORK/time.txt" "$@" > "$WORK/$name.log" 2>&1) || status=$?
     local got
-    got=$(find "$WORK/out" -type f -printf '%s\n' | awk '{ s += $1 } END { print s + 0 }')
+    if [[ -f "$WORK/out/previews.tar" ]]; then
+        # An archive: its entries' bytes, read back (outside the timed command).
+        got=$(tar -xOf "$WORK/out/previews.tar" | wc -c)
+    else
+        got=$(find "$WORK/out" -type f -printf '%s\n' | awk '{ s += $1 } END { print s + 0 }')
+    fi
     if [[ $status -ne 0 || "$got" != "$(expected_bytes "$list")" ]]; then
         echo "  $name failed (exit $status, $got bytes); see its log:" >&2
         tail -5 "$WORK/$name.log" >&2
@@ -123,8 +128,11 @@ run_one() {
 
 median() { sort -n | awk '{ v[NR] = $1 } END { if (NR == 0) print "FAIL"; else print v[int((NR + 1) / 2)] }'; }
 
-mediafetch_config() { # LIST TRANSPORT -> config path
-    cat > "$WORK/$2.yaml" <<YAML
+mediafetch_config() { # LIST TRANSPORT [SYNC] [SINK] -> config path
+    local name="$2-${3:-true}-${4:-directory}"
+    local path="$WORK/out"
+    [[ ${4:-directory} == tar ]] && path="$WORK/out/previews.tar"
+    cat > "$WORK/$name.yaml" <<YAML
 source:
   use: urls
   file: $1
@@ -132,12 +140,13 @@ transport:
   use: $2
   concurrency: $CONCURRENCY
 sink:
-  use: directory
-  path: $WORK/out
+  use: ${4:-directory}
+  path: $path
   layout: "{title}.{ext}"
+$( [[ ${4:-directory} == tar ]] && printf '  manifest: false\n  playlist: false\n' || printf '  sync: %s\n' "${3:-true}" )
 state: $WORK/state
 YAML
-    echo "$WORK/$2.yaml"
+    echo "$WORK/$name.yaml"
 }
 
 curl_config() { # LIST -> curl --config file with one url/output pair per line
@@ -149,6 +158,19 @@ command_for() { # TOOL LIST -> the command line, one word per line
     case $1 in
         curl-transport) printf '%s\n' "$MEDIAFETCH" run "$(mediafetch_config "$2" curl)" --quiet ;;
         foundation-transport) printf '%s\n' "$MEDIAFETCH" run "$(mediafetch_config "$2" foundation)" --quiet ;;
+        curl-transport-nosync)
+            printf '%s\n' "$MEDIAFETCH" run "$(mediafetch_config "$2" curl false)" --quiet ;;
+        foundation-transport-nosync)
+            printf '%s\n' "$MEDIAFETCH" run "$(mediafetch_config "$2" foundation false)" --quiet ;;
+        curl-transport-tar)
+            printf '%s\n' "$MEDIAFETCH" run "$(mediafetch_config "$2" curl true tar)" --quiet ;;
+        curl-transport-tar-zstd)
+            printf '%s\n' "$MEDIAFETCH" run "$(mediafetch_config "$2" curl true tar)" --quiet \
+                --set sink.compression=zstd ;;
+        tar-cf)
+            # tar -cf over the directory sink's output, as one command: fetch into a folder, then archive it.
+            printf '%s\n' sh -c '"$1" run "$2" --quiet && tar -cf previews.tar -C "$3" . && rm -rf "$3"' sh \
+                "$MEDIAFETCH" "$(mediafetch_config "$2" curl true)" "$WORK/out" ;;
         curl)
             if [[ $(wc -l < "$2") -eq 1 ]]; then
                 printf '%s\n' curl -s -S --noproxy '*' -o "$WORK/out/$(basename "$(cat "$2")")" "$(cat "$2")"
@@ -213,6 +235,11 @@ table() { # TITLE LIST TOOLS...
             wget) label="wget -i" ;;
             curl-transport) label="mediafetch use: curl" ;;
             foundation-transport) label="mediafetch use: foundation" ;;
+            curl-transport-nosync) label="mediafetch curl, sync: false" ;;
+            foundation-transport-nosync) label="mediafetch foundation, sync: false" ;;
+            curl-transport-tar) label="mediafetch curl, tar sink" ;;
+            curl-transport-tar-zstd) label="mediafetch curl, tar + zstd" ;;
+            tar-cf) label="mediafetch curl, then tar -cf" ;;
             *) label=$tool ;;
         esac
         printf '| %-28s | %9s | %9s | %14s | %8s |\n' "$label" "$wall" "$rate" "$peak" "$ratio"

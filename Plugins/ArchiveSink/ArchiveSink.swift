@@ -41,6 +41,9 @@ public final class ArchiveSink: Sink {
 
     public var assets: [AssetKind] { configuration.collection.assets }
 
+    /// The manifest lists every file's SHA-256.
+    public var needsDigests: Bool { configuration.collection.writesManifest }
+
     public func url(for asset: AssetKind, of item: MediaItem) -> URL? {
         configuration.collection.url(for: asset, of: item)
     }

@@ -23,6 +23,8 @@ struct SafePlacement {
     var root: URL
     var relativePath: String
     var item: ItemRef
+    /// Whether to flush the file before its rename and the folder after.
+    var sync = true
 
     /// Places `staged` at `relativePath` under `root`.
     func place(_ staged: URL) throws(SinkError) {
@@ -39,13 +41,13 @@ struct SafePlacement {
         // The staged file is complete: flushed where it is, one rename puts it in place (replacing an old file
         // or a planted link itself). Nothing is ever half-written under a final name, and a crash leaves no
         // litter in the user's tree.
-        try syncStaged(staged)
+        if sync { try syncStaged(staged) }
         if renameat(AT_FDCWD, staged.path, directory.raw, fileName) != 0 {
             let code = errno
             guard code == EXDEV else { throw failure("cannot move the file into place: \(reason(code))") }
             try copyIn(staged, as: fileName, into: directory)
         }
-        guard fsync(directory.raw) == 0 else {
+        guard !sync || fsync(directory.raw) == 0 else {
             throw failure("stored, but the folder could not be flushed to disk: \(errorText(errno))")
         }
     }
@@ -58,7 +60,7 @@ struct SafePlacement {
         let temporary = "\(Self.temporaryPrefix)\(getpid())-\(UUID().uuidString.lowercased()).part"
         do throws(SinkError) {
             try copy(staged, to: temporary, in: directory)
-            try syncFile(temporary, in: directory)
+            if sync { try syncFile(temporary, in: directory) }
             guard renameat(directory.raw, temporary, directory.raw, fileName) == 0 else {
                 throw failure("cannot move the file into place: \(reason(errno))")
             }

@@ -228,7 +228,7 @@ public struct Pipeline: Sendable {
             do {
                 let result = try await fetch(
                     job, staging: staging, resumeFrom: resumeFrom, validator: validator,
-                    expected: expected, answer: answer, run)
+                    expected: expected, answer: answer, digest: policy.computesDigests || sink.needsDigests, run)
                 transferred += result.transferred
                 guard policy.accepts(contentType: result.contentType, for: job.asset) else {
                     try? FileManager.default.removeItem(at: staging)
@@ -237,9 +237,7 @@ public struct Pipeline: Sendable {
                             + "(the download section's \(job.asset.rawValue)-types lists what is accepted)")
                 }
                 let size = try Self.fileSize(staging)
-                let staged = StagedFile(
-                    url: staging, size: size, sha256: try SHA256.hex(ofFile: staging),
-                    sourceURL: result.url)
+                let staged = StagedFile(url: staging, size: size, sha256: result.sha256, sourceURL: result.url)
                 let location = try await sink.store(staged, as: job.plan)
                 let record = StoredRecord(location: location, size: size, sha256: staged.sha256)
                 if sink.commitsEachStore { ledger?.stored(job.key, record) } else { run.deferStored(job.key, record) }
@@ -302,12 +300,42 @@ public struct Pipeline: Sendable {
         var url: URL
         var contentType: String?
         var transferred: Int64
+        /// The whole file's SHA-256, when asked for.
+        var sha256: String?
     }
 
     /// One attempt at the bytes of `job` into `staging`, from `resumeFrom`.
+    /// One attempt, with the file hashed as it arrives when `digest` is asked for.
     private func fetch(
         _ job: Job, staging: URL, resumeFrom: Int64, validator: Validator?, expected: Int64?,
-        answer: AnswerBox, _ run: RunState
+        answer: AnswerBox, digest: Bool, _ run: RunState
+    ) async throws -> Fetched {
+        guard digest else {
+            return try await transfer(
+                job, staging: staging, resumeFrom: resumeFrom, validator: validator,
+                expected: expected, answer: answer, written: nil, run)
+        }
+        let (written, feed) = AsyncStream.makeStream(of: Int64.self, bufferingPolicy: .bufferingNewest(1))
+        return try await withThrowingTaskGroup(of: String.self) { group in
+            group.addTask { try await FileFollower.digest(of: staging, following: written) }
+            do {
+                var fetched = try await transfer(
+                    job, staging: staging, resumeFrom: resumeFrom, validator: validator, expected: expected,
+                    answer: answer, written: feed, run)
+                feed.finish()
+                fetched.sha256 = try await group.next()
+                return fetched
+            } catch {
+                feed.finish()
+                group.cancelAll()
+                throw error
+            }
+        }
+    }
+
+    private func transfer(
+        _ job: Job, staging: URL, resumeFrom: Int64, validator: Validator?, expected: Int64?,
+        answer: AnswerBox, written: AsyncStream<Int64>.Continuation?, _ run: RunState
     ) async throws -> Fetched {
         if let expected, resumeFrom == expected, validator != nil {
             // Killed after the last byte and before the store: nothing left to fetch.
@@ -325,6 +353,7 @@ public struct Pipeline: Sendable {
             })
         do {
             let result = try await transport.download(request) { progress in
+                written?.yield(progress.received)
                 if throttle.shouldReport() {
                     run.report(.progress(ref, asset: job.asset, progress))
                     run.flushLedger()

@@ -21,6 +21,10 @@ public protocol Sink: Sendable {
     /// for it (a sink may ask for a larger artwork than the catalog's thumbnail).
     func url(for asset: AssetKind, of item: MediaItem) -> URL?
 
+    /// True when the sink needs every file's SHA-256 (for a manifest), even where the run verifies sizes
+    /// only. Default: false.
+    var needsDigests: Bool { get }
+
     /// True when a file is safely stored once ``store(_:as:)`` returns; false when only
     /// ``finish()`` makes the run's files durable. Default: true.
     var commitsEachStore: Bool { get }
@@ -52,6 +56,8 @@ extension Sink {
 
     public var commitsEachStore: Bool { true }
 
+    public var needsDigests: Bool { false }
+
     public func keep(_ plan: StoragePlan, stored record: StoredRecord) async throws -> Bool { false }
 
     public func finish() async throws {}
@@ -61,14 +67,15 @@ extension Sink {
 public struct StagedFile: Sendable {
     public var url: URL
     public var size: Int64
-    /// Lowercase hex SHA-256 of the bytes.
-    public var sha256: String
+    /// Lowercase hex SHA-256 of the bytes; nil when the run verifies sizes only and the sink did not ask
+    /// for digests (``Sink/needsDigests``).
+    public var sha256: String?
     /// Where the bytes came from (after redirects).
     public var sourceURL: URL
     /// When the download finished.
     public var downloadedAt: Date
 
-    public init(url: URL, size: Int64, sha256: String, sourceURL: URL, downloadedAt: Date = Date()) {
+    public init(url: URL, size: Int64, sha256: String?, sourceURL: URL, downloadedAt: Date = Date()) {
         self.url = url
         self.size = size
         self.sha256 = sha256
