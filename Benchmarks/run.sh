@@ -8,7 +8,7 @@
 # Environment: N (files, default 2000), RUNS (default 3), CONCURRENCY (default 16), BIG_MIB (default 512),
 # SMALL_N (the smaller run for the memory check, default 200), CACHE (where the tree is generated once,
 # default .build/bench-cache), MEDIAFETCH (a prebuilt binary; default: swift build -c release),
-# TOOLS (which rows, default "curl-transport foundation-transport curl curl+sync aria2c wget").
+# TOOLS (which rows; default: every row but the tar ones; add curl-transport-tar curl-transport-tar-zstd tar-cf).
 set -euo pipefail
 
 N=${N:-2000}
@@ -16,7 +16,7 @@ RUNS=${RUNS:-3}
 CONCURRENCY=${CONCURRENCY:-16}
 BIG_MIB=${BIG_MIB:-512}
 SMALL_N=${SMALL_N:-200}
-TOOLS=${TOOLS:-"curl-transport foundation-transport curl curl+sync aria2c wget"}
+TOOLS=${TOOLS:-"curl-transport curl-transport-nosync curl-transport-fast foundation-transport curl+sync aria2c wget"}
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 CACHE=${CACHE:-$ROOT/.build/bench-cache}
 
@@ -160,6 +160,8 @@ command_for() { # TOOL LIST -> the command line, one word per line
         foundation-transport) printf '%s\n' "$MEDIAFETCH" run "$(mediafetch_config "$2" foundation)" --quiet ;;
         curl-transport-nosync)
             printf '%s\n' "$MEDIAFETCH" run "$(mediafetch_config "$2" curl false)" --quiet ;;
+        curl-transport-fast)
+            printf '%s\n' "$MEDIAFETCH" run "$(mediafetch_config "$2" curl false)" --quiet --set download.verify=size ;;
         foundation-transport-nosync)
             printf '%s\n' "$MEDIAFETCH" run "$(mediafetch_config "$2" foundation false)" --quiet ;;
         curl-transport-tar)
@@ -236,6 +238,7 @@ table() { # TITLE LIST TOOLS...
             curl-transport) label="mediafetch use: curl" ;;
             foundation-transport) label="mediafetch use: foundation" ;;
             curl-transport-nosync) label="mediafetch curl, sync: false" ;;
+            curl-transport-fast) label="mediafetch curl, no sync, size" ;;
             foundation-transport-nosync) label="mediafetch foundation, sync: false" ;;
             curl-transport-tar) label="mediafetch curl, tar sink" ;;
             curl-transport-tar-zstd) label="mediafetch curl, tar + zstd" ;;
@@ -250,8 +253,10 @@ table() { # TITLE LIST TOOLS...
 ordered=(curl)
 for tool in $TOOLS; do [[ $tool == curl ]] || ordered+=("$tool"); done
 table "Many files" "$WORK/urls-$N.txt" "${ordered[@]}"
-table "Memory check: fewer files" "$WORK/urls-$SMALL_N.txt" curl curl-transport
+table "Memory check: fewer files" "$WORK/urls-$SMALL_N.txt" curl curl-transport foundation-transport
 
 big=()
-for tool in curl curl-transport; do [[ " curl $TOOLS " == *" $tool "* ]] && big+=("$tool"); done
+for tool in curl curl+sync curl-transport curl-transport-nosync curl-transport-fast; do
+    [[ " curl $TOOLS " == *" $tool "* ]] && big+=("$tool")
+done
 table "One $BIG_MIB MiB file" "$WORK/urls-big.txt" "${big[@]}"

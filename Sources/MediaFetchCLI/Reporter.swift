@@ -39,6 +39,13 @@ final class Reporter: Sendable {
     }
 
     func handle(_ event: PipelineEvent) {
+        // Quiet: only the failures are kept, for the closing report; no bookkeeping per progress event.
+        if mode == .quiet {
+            if case .failed(let ref, let url, let reason) = event {
+                state.withLock { $0.failures.append((ref, url, reason)) }
+            }
+            return
+        }
         state.withLock { state in
             switch event {
             case .itemStarted(let ref, let asset, _, let resumeFrom):

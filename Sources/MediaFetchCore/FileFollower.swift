@@ -14,7 +14,8 @@ final class FileFollower {
     private var hasher: SHA256? = SHA256()
     private var descriptor: Int32 = -1
     private var hashed: Int64 = 0
-    private var buffer = [UInt8](repeating: 0, count: 1 << 20)
+    /// 256 KiB: big enough for few reads, small enough that sixteen followers stay light.
+    private var buffer = [UInt8](repeating: 0, count: 256 << 10)
 
     init(_ url: URL) {
         self.url = url
@@ -32,8 +33,7 @@ final class FileFollower {
             try follower.advance(to: end)
         }
         try Task.checkCancellation()
-        let size = ((try FileManager.default.attributesOfItem(atPath: url.path))[.size] as? NSNumber)?.int64Value ?? 0
-        try follower.advance(to: size)
+        try follower.advance(to: try Pipeline.fileSize(url))
         return follower.finish()
     }
 

@@ -141,7 +141,7 @@ public final class Ledger: Sendable {
             reason: row.text(11),
             attempts: row.int(12),
             location: row.text(13),
-            updatedAt: Date(timeIntervalSince1970: Double(row.optionalInt64(14) ?? 0)))
+            updatedAt: Date(timeIntervalSince1970: row.double(14)))
     }
 
     // MARK: Writing (queued)
@@ -213,7 +213,7 @@ public final class Ledger: Sendable {
             for write in writes {
                 switch write {
                 case .begin(let key, let title, let url):
-                    try database.prepare(
+                    try database.cached(
                         """
                         INSERT INTO items (source, item_id, asset, title, url, status, attempts, updated_at)
                         VALUES (?, ?, ?, ?, ?, 'pending', 1, ?)
@@ -224,7 +224,7 @@ public final class Ledger: Sendable {
                         """
                     ).run(key.values + [.text(title), .text(url), .real(now)])
                 case .responded(let key, let validator, let expected):
-                    try database.prepare(
+                    try database.cached(
                         """
                         UPDATE items SET etag = ?, last_modified = ?, expected_bytes = ?, status = 'partial',
                             updated_at = ? WHERE source = ? AND item_id = ? AND asset = ?
@@ -233,7 +233,7 @@ public final class Ledger: Sendable {
                         [.text(validator?.etag), .text(validator?.lastModified), .integer(expected), .real(now)]
                             + key.values)
                 case .stored(let key, let record):
-                    try database.prepare(
+                    try database.cached(
                         """
                         UPDATE items SET status = 'stored', location = ?, received_bytes = ?, expected_bytes = ?,
                             sha256 = ?, reason = NULL, updated_at = ? WHERE source = ? AND item_id = ? AND asset = ?
@@ -244,14 +244,14 @@ public final class Ledger: Sendable {
                             .text(record.sha256), .real(now),
                         ] + key.values)
                 case .failed(let key, let reason, let received):
-                    try database.prepare(
+                    try database.cached(
                         """
                         UPDATE items SET status = 'failed', reason = ?, received_bytes = ?, updated_at = ?
                         WHERE source = ? AND item_id = ? AND asset = ?
                         """
                     ).run([.text(reason), .integer(received), .real(now)] + key.values)
                 case .paused(let key, let received):
-                    try database.prepare(
+                    try database.cached(
                         """
                         UPDATE items SET status = 'partial', received_bytes = ?, updated_at = ?
                         WHERE source = ? AND item_id = ? AND asset = ? AND status != 'stored'

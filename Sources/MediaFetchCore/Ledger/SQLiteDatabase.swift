@@ -23,6 +23,8 @@ final class SQLiteDatabase {
     }
 
     deinit {
+        // Statements are finalized before the connection closes.
+        statements.removeAll()
         sqlite3_close_v2(handle)
     }
 
@@ -36,6 +38,16 @@ final class SQLiteDatabase {
                 "the ledger \(path) cannot be used: \(error.map { String(cString: $0) } ?? "error \(code)"); if it "
                     + "is damaged, `mediafetch clean CONFIG --all` starts a new one (stored files are kept)")
         }
+    }
+
+    private var statements: [String: SQLiteStatement] = [:]
+
+    /// A prepared statement kept for reuse: the ledger runs the same few statements thousands of times.
+    func cached(_ sql: String) throws -> SQLiteStatement {
+        if let statement = statements[sql] { return statement }
+        let statement = try prepare(sql)
+        statements[sql] = statement
+        return statement
     }
 
     func prepare(_ sql: String) throws -> SQLiteStatement {
@@ -82,7 +94,8 @@ final class SQLiteStatement {
     }
 
     private let statement: OpaquePointer
-    private let database: SQLiteDatabase
+    /// Unowned: the database keeps its cached statements, and outlives every statement it made.
+    private unowned let database: SQLiteDatabase
     private let sql: String
 
     init(_ statement: OpaquePointer, database: SQLiteDatabase, sql: String) {
@@ -141,6 +154,10 @@ struct SQLiteRow {
 
     func int(_ column: Int32) -> Int {
         Int(sqlite3_column_int64(statement, column))
+    }
+
+    func double(_ column: Int32) -> Double {
+        sqlite3_column_double(statement, column)
     }
 
     func optionalInt64(_ column: Int32) -> Int64? {
