@@ -72,7 +72,9 @@ let package = Package(
             ],
             swiftSettings: strict
         ),
-        .executableTarget(name: "mediafetch", dependencies: ["MediaFetchCLI"], swiftSettings: strict),
+        // glibc's malloc.h, for mallopt in the tool's entry point.
+        .systemLibrary(name: "CMalloc", path: "Sources/CMalloc"),
+        .executableTarget(name: "mediafetch", dependencies: ["MediaFetchCLI", "CMalloc"], swiftSettings: strict),
         .testTarget(
             name: "MediaFetchCoreTests",
             dependencies: ["MediaFetchCore", "MediaFetchTesting"],

@@ -29,7 +29,7 @@ done
 
 if [[ -z "${MEDIAFETCH:-}" ]]; then
     echo "building mediafetch (release)..." >&2
-    (cd "$ROOT" && swift build -c release --product mediafetch >&2)
+    (cd "$ROOT" && swift build -c release --static-swift-stdlib --product mediafetch >&2)
     MEDIAFETCH="$(cd "$ROOT" && swift build -c release --show-bin-path)/mediafetch"
 fi
 
@@ -170,9 +170,12 @@ command_for() { # TOOL LIST -> the command line, one word per line
             printf '%s\n' "$MEDIAFETCH" run "$(mediafetch_config "$2" curl true tar)" --quiet \
                 --set sink.compression=zstd ;;
         tar-cf)
-            # tar -cf over the directory sink's output, as one command: fetch into a folder, then archive it.
-            printf '%s\n' sh -c '"$1" run "$2" --quiet && tar -cf previews.tar -C "$3" . && rm -rf "$3"' sh \
-                "$MEDIAFETCH" "$(mediafetch_config "$2" curl true)" "$WORK/out" ;;
+            # The directory sink into a folder, then tar -cf over it, as one command.
+            local config
+            config=$(mediafetch_config "$2" curl true)
+            sed -i "s|path: $WORK/out\$|path: $WORK/folder|" "$config"
+            printf '%s\n' sh -c 'rm -rf "$3" && "$1" run "$2" --quiet && tar -cf previews.tar -C "$3" . && rm -rf "$3"' \
+                sh "$MEDIAFETCH" "$config" "$WORK/folder" ;;
         curl)
             if [[ $(wc -l < "$2") -eq 1 ]]; then
                 printf '%s\n' curl -s -S --noproxy '*' -o "$WORK/out/$(basename "$(cat "$2")")" "$(cat "$2")"

@@ -14,8 +14,8 @@ final class FileFollower {
     private var hasher: SHA256? = SHA256()
     private var descriptor: Int32 = -1
     private var hashed: Int64 = 0
-    /// 256 KiB: big enough for few reads, small enough that sixteen followers stay light.
-    private var buffer = [UInt8](repeating: 0, count: 256 << 10)
+    /// 64 KiB: reads from the page cache are cheap, and sixteen followers stay light.
+    private var buffer = [UInt8](repeating: 0, count: 64 << 10)
 
     init(_ url: URL) {
         self.url = url
