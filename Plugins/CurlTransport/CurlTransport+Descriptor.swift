@@ -28,6 +28,10 @@ extension CurlTransport {
                     "low-speed-time", .duration, default: .duration(.seconds(30)),
                     doc: "How long a transfer may stay below low-speed-limit before it is stopped as timed out."),
                 OptionSpec(
+                    "max-rate", .byteSize,
+                    doc: "Bandwidth for all transfers together, in bytes a second (e.g. 5MB); each of the "
+                        + "concurrency slots gets an equal share. Unlimited when left out."),
+                OptionSpec(
                     "max-redirects", .integer(0...50), default: .integer(10),
                     doc: "Redirects followed at most; only to http and https."),
                 OptionSpec("headers", .stringMap, doc: "Extra request headers, sent with every request."),
@@ -74,7 +78,8 @@ extension CurlTransport {
                     userAgent: options.string("user-agent") ?? defaultUserAgent,
                     proxy: proxy,
                     caFile: options.path("ca-file"),
-                    http2: options.bool("http2") ?? true
+                    http2: options.bool("http2") ?? true,
+                    maxRate: options.integer("max-rate").map(Int64.init)
                 ))
         }
     )

@@ -31,6 +31,9 @@ public final class CurlTransport: Transport {
         public var caFile: String?
         /// Whether HTTP/2 is used when an https server offers it.
         public var http2: Bool
+        /// Bytes a second for all transfers together, shared equally among the `concurrency` slots;
+        /// nil is unlimited.
+        public var maxRate: Int64?
 
         public init(
             concurrency: Int = 16,
@@ -44,13 +47,15 @@ public final class CurlTransport: Transport {
             userAgent: String = CurlTransport.defaultUserAgent,
             proxy: String? = nil,
             caFile: String? = nil,
-            http2: Bool = true
+            http2: Bool = true,
+            maxRate: Int64? = nil
         ) {
             self.concurrency = concurrency
             self.perHost = perHost ?? concurrency
             self.timeout = timeout
             self.connectTimeout = connectTimeout
             self.lowSpeedLimit = lowSpeedLimit
+            self.maxRate = maxRate
             self.lowSpeedTime = lowSpeedTime
             self.maxRedirects = maxRedirects
             self.headers = headers
@@ -157,6 +162,11 @@ public final class CurlTransport: Transport {
             try easy.set(
                 CURLOPT_LOW_SPEED_TIME, max(1, Int(configuration.lowSpeedTime.seconds.rounded(.up))),
                 "CURLOPT_LOW_SPEED_TIME")
+        }
+        if let maxRate = configuration.maxRate {
+            // libcurl limits each transfer; a slot's share keeps the run under the total.
+            let share = max(1, maxRate / Int64(max(1, configuration.concurrency)))
+            try easy.set(CURLOPT_MAX_RECV_SPEED_LARGE, offset: share, "CURLOPT_MAX_RECV_SPEED_LARGE")
         }
         try easy.set(CURLOPT_USERAGENT, configuration.userAgent, "CURLOPT_USERAGENT")
         // An empty proxy turns off the proxy environment variables too: where bytes go is the config's call.
