@@ -64,21 +64,12 @@ public enum CLI {
                 }
                 throw UsageError(message + "; run `mediafetch --help` for the list")
             }
-        } catch let error as UsageError {
-            printError("mediafetch: \(error)")
-            return ExitCode.usage
-        } catch let error as ConfigError {
-            printError("mediafetch: \(error)")
-            return ExitCode.usage
-        } catch let error as LedgerError {
-            printError("mediafetch: \(error)")
-            return ExitCode.usage
-        } catch let error as MockServerError {
-            printError("mediafetch: \(error)")
-            return ExitCode.usage
         } catch {
             printError("mediafetch: \(error)")
-            return ExitCode.sourceFailed
+            // What the user can fix before anything is fetched is a usage error; the rest is the source's.
+            let isUsage =
+                error is UsageError || error is ConfigError || error is LedgerError || error is MockServerError
+            return isUsage ? ExitCode.usage : ExitCode.sourceFailed
         }
     }
 

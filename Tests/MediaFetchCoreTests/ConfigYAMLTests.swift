@@ -1,5 +1,6 @@
 import Foundation
 import MediaFetchCore
+import MediaFetchTesting
 import Testing
 
 @Suite("ConfigLoader: YAML structure")

@@ -1,5 +1,6 @@
 import Foundation
 import MediaFetchCore
+import MediaFetchTesting
 import Testing
 
 /// One hostile input and the component it must become.
