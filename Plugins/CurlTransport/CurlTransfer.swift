@@ -142,6 +142,9 @@ final class CurlTransfer: @unchecked Sendable {
                                 + "start at byte \(request.resumeFrom) (Content-Range: \(headers["Content-Range"] ?? "none"))"
                         ))
                 }
+                if request.validator?.isContradicted(by: Validator(headers: headers)) == true {
+                    return fail(TransportError(.changedDuringResume, url: url))
+                }
                 base = request.resumeFrom
                 size = range.total ?? expected.map { base + $0 }
             case 200:

@@ -284,6 +284,9 @@ extension FileTransfer {
                     detail: "the server sent a range that does not start at "
                         + "byte \(request.resumeFrom)")
             }
+            if request.validator?.isContradicted(by: Validator(headers: headers)) == true {
+                throw TransportError(.changedDuringResume, url: url)
+            }
             base = request.resumeFrom
         case 200:
             restarted = request.resumeFrom > 0
@@ -295,10 +298,6 @@ extension FileTransfer {
         if let limit = request.maxBytes, let total, total > limit {
             throw TransportError(.bodyTooLarge(limit: limit), url: url)
         }
-        request.onResponse?(
-            DownloadResponse(
-                status: response.statusCode, validator: Validator(headers: headers),
-                expectedSize: total, restarts: restarted))
         let path = request.destination.path
         if !FileManager.default.fileExists(atPath: path) {
             guard FileManager.default.createFile(atPath: path, contents: nil) else {
@@ -311,6 +310,11 @@ extension FileTransfer {
         if try handle.seekToEnd() != UInt64(base) { try handle.truncate(atOffset: UInt64(base)) }
         try handle.seek(toOffset: UInt64(base))
         self.handle = handle
+        // Only now, with the file cut to what this answer continues, may the caller record its validator.
+        request.onResponse?(
+            DownloadResponse(
+                status: response.statusCode, validator: Validator(headers: headers),
+                expectedSize: total, restarts: restarted))
     }
 
     mutating func write(_ data: Data) throws {

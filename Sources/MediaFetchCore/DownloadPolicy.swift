@@ -110,7 +110,7 @@ public struct DownloadPolicy: Sendable, Hashable {
     /// Whether an error is worth another attempt.
     public static func isRetryable(_ error: TransportError) -> Bool {
         switch error.code {
-        case .connectionFailed, .timedOut, .truncated, .other: true
+        case .connectionFailed, .timedOut, .truncated, .other, .changedDuringResume: true
         case .httpStatus(let status): [408, 429, 500, 502, 503, 504].contains(status)
         case .invalidURL, .unsupportedScheme, .tooManyRedirects, .bodyTooLarge, .fileError, .cancelled: false
         }
@@ -123,7 +123,8 @@ public struct DownloadPolicy: Sendable, Hashable {
         random: (Double) -> Double = { Double.random(in: 0...$0) }
     ) -> Duration {
         if let retryAfter, let seconds = Self.parseRetryAfter(retryAfter, now: now) {
-            return min(.milliseconds(Int64(seconds * 1000)), retryMaxWait)
+            // Clamped before converting: a server may send any number, and 1e16 s does not fit in an Int64 of ms.
+            return .milliseconds(Int64(min(seconds, retryMaxWait.seconds) * 1000))
         }
         let step = retryBase.seconds * pow(2, Double(max(0, attempt - 1)))
         let capped = min(step, retryMaxWait.seconds)

@@ -74,6 +74,15 @@ public struct Validator: Sendable, Hashable, Codable, CustomStringConvertible {
     }
 
     public var description: String { etag ?? lastModified ?? "none" }
+
+    /// Whether `answer` (a 206's validator) names another version than this one (the one sent in
+    /// `If-Range`): strong ETags that differ, or, without ETags, Last-Modified dates that differ.
+    public func isContradicted(by answer: Validator?) -> Bool {
+        guard let answer else { return false }
+        if let sent = etag, let got = answer.etag, !sent.hasPrefix("W/"), !got.hasPrefix("W/") { return sent != got }
+        if etag == nil, let sent = lastModified, let got = answer.lastModified { return sent != got }
+        return false
+    }
 }
 
 /// A streaming GET of one file into a staging file on disk.

@@ -107,6 +107,8 @@ public struct Pipeline: Sendable {
     /// A source failure stops new work but lets started downloads finish.
     private func feedWorkers(_ run: RunState, known: [LedgerKey: LedgerEntry]) async throws {
         let (outputs, continuation) = AsyncThrowingStream.makeStream(of: SourceOutput.self)
+        // The source runs a little ahead of the downloads, never the whole catalog ahead.
+        let credits = Credits(limit: max(64, options.concurrency * 4))
         let context = SourceContext(transport: transport, notice: { run.report(.notice($0)) })
 
         try await withThrowingTaskGroup(of: Bool.self) { group in
@@ -116,6 +118,12 @@ public struct Pipeline: Sendable {
                     try await source.run(context) { output in
                         // A run stopped by its failure budget asks the source for nothing more.
                         if run.stopReason != nil { throw StopRequested() }
+                        do {
+                            try await credits.acquire()
+                        } catch {
+                            // The consumer stopped taking outputs: the budget, or the run's end.
+                            throw run.stopReason != nil ? StopRequested() : error
+                        }
                         continuation.yield(output)
                     }
                     continuation.finish()
@@ -129,6 +137,7 @@ public struct Pipeline: Sendable {
             var sourceFailure: (any Error)?
             do {
                 outputs: for try await output in outputs {
+                    credits.release()
                     try Task.checkCancellation()
                     switch output {
                     case .skipped(let ref, let reason):
@@ -165,6 +174,8 @@ public struct Pipeline: Sendable {
             } catch {
                 sourceFailure = error
             }
+            // A source waiting for a credit must not wait for a consumer that has left the loop.
+            credits.close()
             // Started downloads finish (or see the cancellation) before the run reports.
             while try await group.next() != nil {}
             if let sourceFailure { throw sourceFailure }
@@ -245,29 +256,40 @@ public struct Pipeline: Sendable {
                 run.report(.stored(ref, asset: job.asset, location: location, bytes: size))
                 return
             } catch {
-                let kept = (try? Self.fileSize(staging)) ?? 0
-                if Task.isCancelled || error is CancellationError || (error as? TransportError)?.code == .cancelled {
+                var kept = (try? Self.fileSize(staging)) ?? 0
+                let response = answer.value
+                if let response {
+                    // Bytes this attempt brought, whether or not it ended well.
+                    transferred += max(0, kept - (response.restarts || response.status == 200 ? 0 : resumeFrom))
+                }
+                let transportError = error as? TransportError
+                let cancelled = error is CancellationError || (transportError?.code == .cancelled && Task.isCancelled)
+                if Task.isCancelled || cancelled {
                     // Paused: the bytes stay for the next run to resume from.
-                    ledger?.paused(job.key, receivedBytes: kept)
-                    run.transferred(transferred)
-                    run.tally.withLock {
-                        $0.paused += 1
-                        $0.pausedBytes += kept
-                    }
+                    pause(job, kept: kept, transferred: transferred, run)
                     return
                 }
-                if let response = answer.value, response.validator?.ifRangeValue != nil {
-                    // What arrived was fetched under a known validator: the next attempt goes on from it.
-                    (resumeFrom, validator, expected) = (kept, response.validator, response.expectedSize)
-                } else if (error as? TransportError)?.status != 416 {
-                    (resumeFrom, validator) = (0, nil)
+                if let response {
+                    if response.validator?.ifRangeValue != nil {
+                        // What arrived was fetched under a known validator: the next attempt goes on from it.
+                        (resumeFrom, validator, expected) = (kept, response.validator, response.expectedSize)
+                    } else {
+                        // Bytes without a validator cannot be resumed safely.
+                        (resumeFrom, validator, kept) = (0, nil, 0)
+                        try? FileManager.default.removeItem(at: staging)
+                    }
+                } else if transportError?.status == 416 || transportError?.code == .changedDuringResume {
+                    // The server's size or version disagreed with the kept bytes: start over.
+                    (resumeFrom, validator, kept) = (0, nil, 0)
                     try? FileManager.default.removeItem(at: staging)
                 }
+                // Without an answer (a 5xx, a refused connection) the kept bytes stay as they were.
                 attempt += 1
-                if let transportError = error as? TransportError, DownloadPolicy.isRetryable(transportError),
-                    attempt <= policy.retries
-                {
-                    let wait = policy.delay(attempt: attempt, retryAfter: transportError.headers?["Retry-After"])
+                let retryable = transportError.map { DownloadPolicy.isRetryable($0) || $0.status == 416 } ?? false
+                if retryable, attempt <= policy.retries {
+                    let wait =
+                        transportError?.status == 416 || transportError?.code == .changedDuringResume
+                        ? .zero : policy.delay(attempt: attempt, retryAfter: transportError?.headers?["Retry-After"])
                     if ContinuousClock.now - started + wait <= policy.retryBudget {
                         run.report(
                             .retrying(
@@ -277,11 +299,7 @@ public struct Pipeline: Sendable {
                             try await Task.sleep(for: wait)
                             continue
                         } catch {
-                            ledger?.paused(job.key, receivedBytes: kept)
-                            run.tally.withLock {
-                                $0.paused += 1
-                                $0.pausedBytes += kept
-                            }
+                            pause(job, kept: kept, transferred: transferred, run)
                             return
                         }
                     }
@@ -292,6 +310,16 @@ public struct Pipeline: Sendable {
                 run.report(.failed(ref, url: job.url, reason: reason))
                 return
             }
+        }
+    }
+
+    /// The run stopped while `job` was under way: its bytes stay for the next run to resume from.
+    private func pause(_ job: Job, kept: Int64, transferred: Int64, _ run: RunState) {
+        options.ledger?.paused(job.key, receivedBytes: kept)
+        run.transferred(transferred)
+        run.tally.withLock {
+            $0.paused += 1
+            $0.pausedBytes += kept
         }
     }
 

@@ -54,6 +54,9 @@ public struct TransportError: Error, Sendable, CustomStringConvertible {
         case connectionFailed
         case httpStatus(Int)
         case truncated(expected: Int64, received: Int64)
+        /// A resume was answered with a range of another version of the file (the server ignored
+        /// `If-Range`): the kept bytes must go.
+        case changedDuringResume
         case bodyTooLarge(limit: Int64)
         case fileError
         case cancelled
@@ -92,6 +95,8 @@ public struct TransportError: Error, Sendable, CustomStringConvertible {
         case .httpStatus(let status): what = "HTTP \(status)"
         case .truncated(let expected, let received):
             what = "body ended after \(received) of \(expected) bytes"
+        case .changedDuringResume:
+            what = "the file changed on the server while resuming (a range of another version came back)"
         case .bodyTooLarge(let limit): what = "larger than the limit of \(limit) bytes (max-size)"
         case .fileError: what = "could not write the download to disk"
         case .cancelled: what = "cancelled"

@@ -23,6 +23,18 @@ struct DownloadPolicyTests {
         let policy = DownloadPolicy(retryMaxWait: .seconds(5))
         #expect(policy.delay(attempt: 1, retryAfter: "3600") == .seconds(5))
         #expect(policy.delay(attempt: 1, retryAfter: "2") == .seconds(2))
+        // A number far past what fits in an Int64 of milliseconds is capped, not a crash.
+        #expect(policy.delay(attempt: 1, retryAfter: "10000000000000000") == .seconds(5))
+    }
+
+    @Test func aResumeAnsweredWithAnotherVersionIsCaught() {
+        let sent = Validator(etag: "\"v1\"", lastModified: "Mon, 01 Jan 2024 00:00:00 GMT")
+        #expect(sent.isContradicted(by: Validator(etag: "\"v2\"")))
+        #expect(!sent.isContradicted(by: Validator(etag: "\"v1\"")))
+        #expect(!sent.isContradicted(by: nil))
+        let dated = Validator(lastModified: "Mon, 01 Jan 2024 00:00:00 GMT")
+        #expect(dated.isContradicted(by: Validator(lastModified: "Tue, 02 Jan 2024 00:00:00 GMT")))
+        #expect(!dated.isContradicted(by: Validator(lastModified: "Mon, 01 Jan 2024 00:00:00 GMT")))
     }
 
     /// Full jitter: a random wait up to the exponential step, never past the cap.

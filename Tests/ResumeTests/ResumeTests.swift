@@ -97,6 +97,28 @@ struct ResumeTests {
         #expect(stored.sha256 == SHA256.hex(of: setup.bytes))
     }
 
+    /// An answer that is not the file (a 503 before any byte) leaves the kept bytes alone: the retry
+    /// still resumes from them.
+    @Test func aServerErrorOnResumeKeepsTheKeptBytes() async throws {
+        let setup = try Setup()
+        _ = try await setup.runAndPause(kept: 100_000)
+        let calls = Mutex(0)
+        setup.server.setFaultHook { request in
+            guard request.path == setup.song.previewPath else { return nil }
+            let call = calls.withLock { count -> Int in
+                count += 1
+                return count
+            }
+            return call == 1 ? .respond(status: 503, headers: [("Retry-After", "0")], body: []) : nil
+        }
+        setup.server.resetLog()
+        let resumed = try await setup.run()
+        #expect(resumed.stored == 1)
+        #expect(resumed.bytesTransferred == Int64(setup.bytes.count - 100_000))
+        #expect(setup.previewRequests.map { $0.headers["Range"] } == ["bytes=100000-", "bytes=100000-"])
+        #expect(try setup.stored() == Data(setup.bytes))
+    }
+
     @Test func aServerWithoutETagsResumesWithLastModified() async throws {
         let setup = try Setup()
         _ = try await setup.runAndPause(kept: 70_000, fault: .withoutETag)
