@@ -157,12 +157,8 @@ final class SessionDelegate: NSObject, URLSessionDataDelegate, Sendable {
                 entry.state = .buffered(transfer)
                 return nil
             case .file(var transfer):
-                do {
-                    try transfer.open(http)
-                } catch let error as TransportError {
-                    return error
-                } catch {
-                    return TransportError(.fileError, url: transfer.request.destination, detail: "\(error)")
+                if let problem = Self.fileStep(transfer.request.destination, { try transfer.open(http) }) {
+                    return problem
                 }
                 entry.state = .file(transfer)
                 return nil
@@ -189,12 +185,8 @@ final class SessionDelegate: NSObject, URLSessionDataDelegate, Sendable {
                 transfer.body.append(data)
                 entry.state = .buffered(transfer)
             case .file(var transfer):
-                do {
-                    try transfer.write(data)
-                } catch let error as TransportError {
-                    return error
-                } catch {
-                    return TransportError(.fileError, url: transfer.request.destination, detail: "\(error)")
+                if let problem = Self.fileStep(transfer.request.destination, { try transfer.write(data) }) {
+                    return problem
                 }
                 entry.state = .file(transfer)
             }
@@ -237,6 +229,18 @@ final class SessionDelegate: NSObject, URLSessionDataDelegate, Sendable {
             } else {
                 entry.continuation.resume(with: transfer.result().map(TransferOutcome.file))
             }
+        }
+    }
+
+    /// Runs one step on a download's file; a failure becomes the transport error to end the task with.
+    static func fileStep(_ file: URL, _ step: () throws -> Void) -> TransportError? {
+        do {
+            try step()
+            return nil
+        } catch let error as TransportError {
+            return error
+        } catch {
+            return TransportError(.fileError, url: file, detail: "\(error)")
         }
     }
 

@@ -240,7 +240,6 @@ public struct Pipeline: Sendable {
                 let result = try await fetch(
                     job, staging: staging, resumeFrom: resumeFrom, validator: validator,
                     expected: expected, answer: answer, digest: policy.computesDigests || sink.needsDigests, run)
-                transferred += result.transferred
                 guard policy.accepts(contentType: result.contentType, for: job.asset) else {
                     try? FileManager.default.removeItem(at: staging)
                     throw PipelineError(
@@ -252,14 +251,14 @@ public struct Pipeline: Sendable {
                 let location = try await sink.store(staged, as: job.plan)
                 let record = StoredRecord(location: location, size: size, sha256: staged.sha256)
                 if sink.commitsEachStore { ledger?.stored(job.key, record) } else { run.deferStored(job.key, record) }
-                run.transferred(transferred)
+                run.transferred(transferred + result.transferred)
                 run.report(.stored(ref, asset: job.asset, location: location, bytes: size))
                 return
             } catch {
                 var kept = (try? Self.fileSize(staging)) ?? 0
                 let response = answer.value
                 if let response {
-                    // Bytes this attempt brought, whether or not it ended well.
+                    // Bytes this attempt brought before it failed (what a success brings is counted above).
                     transferred += max(0, kept - (response.restarts || response.status == 200 ? 0 : resumeFrom))
                 }
                 let transportError = error as? TransportError
