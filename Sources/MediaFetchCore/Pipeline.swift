@@ -383,7 +383,6 @@ public struct Pipeline: Sendable {
                 written?.yield(progress.received)
                 if throttle.shouldReport() {
                     run.report(.progress(ref, asset: job.asset, progress))
-                    run.flushLedger()
                 }
             }
             let onDisk = try Self.fileSize(staging)
@@ -467,7 +466,8 @@ private final class RunState: Sendable {
     func report(_ event: PipelineEvent) {
         tally.withLock { $0.count(event) }
         events(event)
-        if case .progress = event { return }
+        // Every event is a chance to commit a due batch; a progress tick keeps a long download's
+        // validator from waiting for the next item.
         flushLedger()
     }
 

@@ -36,16 +36,4 @@ public struct SHA256: ~Copyable {
         for region in data.regions { region.withUnsafeBytes { hasher.update($0) } }
         return hasher.finalize()
     }
-
-    /// The digest of a file, read in 1 MiB pieces.
-    /// - Throws: the read error, naming nothing more than the OS does (callers add the item).
-    public static func hex(ofFile url: URL) throws -> String {
-        let handle = try FileHandle(forReadingFrom: url)
-        defer { try? handle.close() }
-        var hasher = SHA256()
-        while let chunk = try handle.read(upToCount: 1 << 20), !chunk.isEmpty {
-            chunk.withUnsafeBytes { hasher.update($0) }
-        }
-        return hasher.finalize()
-    }
 }
