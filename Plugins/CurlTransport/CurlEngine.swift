@@ -26,17 +26,23 @@ final class CurlEngine: @unchecked Sendable {
 
     private let multi: CurlMulti
     private let inbox = Mutex(Inbox())
+    private let running = Atomic(0)
 
-    init(maxConnections: Int, maxPerHost: Int) throws(TransportError) {
+    init(maxConnections: Int, maxPerHost: Int, name: String = "mediafetch.curl") throws(TransportError) {
         multi = try CurlMulti(maxConnections: maxConnections, maxPerHost: maxPerHost)
         // The thread holds the engine until it ends, so the multi handle outlives every call libcurl makes.
         let thread = Thread { [self] in run() }
-        thread.name = "mediafetch.curl"
+        thread.name = name
         thread.start()
     }
 
+    /// Transfers handed to ``perform(_:)`` and not yet ended: how busy this engine is.
+    var load: Int { running.load(ordering: .relaxed) }
+
     /// Runs a transfer to its end. Cancelling the calling task removes this transfer only.
     func perform(_ transfer: CurlTransfer) async throws {
+        running.add(1, ordering: .relaxed)
+        defer { running.subtract(1, ordering: .relaxed) }
         try await withTaskCancellationHandler {
             try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Void, any Error>) in
                 transfer.continuation = continuation

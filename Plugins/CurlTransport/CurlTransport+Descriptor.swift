@@ -6,8 +6,8 @@ extension CurlTransport {
         info: PluginInfo(
             kind: .transport,
             name: "curl",
-            summary: "HTTP through libcurl: one multi handle and one thread for all transfers, shared connections, "
-                + "HTTP/2 over https, each download written straight to disk",
+            summary: "HTTP through libcurl: two engine threads for all transfers (not one per transfer), shared "
+                + "connections, HTTP/2 over https, each download written straight to disk",
             options: [
                 OptionSpec(
                     "concurrency", .integer(1...256), default: .integer(16),
@@ -47,6 +47,11 @@ extension CurlTransport {
                     doc: "A PEM file of extra certificate authorities to trust besides the system's. "
                         + "TLS verification cannot be turned off."),
                 OptionSpec("http2", .bool, default: .bool(true), doc: "Use HTTP/2 when an https server offers it."),
+                OptionSpec(
+                    "threads", .integer(1...16), default: .integer(2),
+                    doc: "Engine threads moving bytes, each with its own connections and its share of "
+                        + "concurrency and per-host; at most per-host. One thread is what limits curl -Z on a "
+                        + "fast link; 1 keeps every connection in one pool."),
             ]
         ),
         make: { options, _ in
@@ -79,7 +84,8 @@ extension CurlTransport {
                     proxy: proxy,
                     caFile: options.path("ca-file"),
                     http2: options.bool("http2") ?? true,
-                    maxRate: options.integer("max-rate").map(Int64.init)
+                    maxRate: options.integer("max-rate").map(Int64.init),
+                    threads: options.integer("threads") ?? 2
                 ))
         }
     )

@@ -2,8 +2,13 @@ import CCurl
 import Foundation
 import MediaFetchCore
 
-/// HTTP through libcurl: one multi handle for every call of a run, driven by one thread, so connections
-/// (and HTTP/2 streams over https) are shared between transfers and no thread is spent per transfer.
+/// HTTP through libcurl: a few multi handles for every call of a run, each driven by one thread, so
+/// connections (and HTTP/2 streams over https) are shared between transfers and no thread is spent per
+/// transfer.
+///
+/// One thread receiving and writing every byte is what bounds `curl -Z`: on loopback its single thread
+/// is busy all the time. Two engines (the `threads` option) split that work across two cores; each owns
+/// its share of the connection limits, and a transfer goes to the engine with the fewest running.
 ///
 /// Downloads go straight from libcurl's buffer into the file with `pwrite(2)`; resume uses `Range` with
 /// `If-Range`, and the status is looked at before the first body byte is written, so a refused resume
@@ -34,6 +39,9 @@ public final class CurlTransport: Transport {
         /// Bytes a second for all transfers together, shared equally among the `concurrency` slots;
         /// nil is unlimited.
         public var maxRate: Int64?
+        /// Engine threads (each with its own multi handle and connections); at most `concurrency` and
+        /// `perHost`, so that the limits split without rounding up.
+        public var threads: Int
 
         public init(
             concurrency: Int = 16,
@@ -48,7 +56,8 @@ public final class CurlTransport: Transport {
             proxy: String? = nil,
             caFile: String? = nil,
             http2: Bool = true,
-            maxRate: Int64? = nil
+            maxRate: Int64? = nil,
+            threads: Int = 2
         ) {
             self.concurrency = concurrency
             self.perHost = perHost ?? concurrency
@@ -63,31 +72,44 @@ public final class CurlTransport: Transport {
             self.proxy = proxy
             self.caFile = caFile
             self.http2 = http2
+            self.threads = max(1, min(threads, concurrency, self.perHost))
         }
     }
 
     public static let defaultUserAgent = "mediafetch/0.1 (+curl)"
 
     /// Big reads mean fewer callbacks and fewer `pwrite` calls per megabyte.
-    private static let bufferSize = 256 << 10
+    private static let bufferSize = 128 << 10
 
     public let configuration: Configuration
-    private let engine: CurlEngine
+    private let engines: [CurlEngine]
 
     public var maxConcurrentTransfers: Int { configuration.concurrency }
 
     /// - Throws: ``TransportError`` when libcurl cannot set up its multi handle.
     public init(_ configuration: Configuration = Configuration()) throws {
         self.configuration = configuration
-        engine = try CurlEngine(maxConnections: configuration.concurrency, maxPerHost: configuration.perHost)
+        let count = configuration.threads
+        // Engine i gets its share of each limit; the shares add up to the limit exactly.
+        let share = { (limit: Int, index: Int) in limit / count + (index < limit % count ? 1 : 0) }
+        engines = try (0..<count).map { index in
+            try CurlEngine(
+                maxConnections: share(configuration.concurrency, index),
+                maxPerHost: share(configuration.perHost, index), name: "mediafetch.curl.\(index)")
+        }
     }
 
     deinit {
-        engine.stop()
+        for engine in engines { engine.stop() }
     }
 
     public func shutdown() async {
-        await engine.shutdown()
+        for engine in engines { await engine.shutdown() }
+    }
+
+    /// The engine with the fewest transfers running.
+    private var engine: CurlEngine {
+        engines.min { $0.load < $1.load } ?? engines[0]
     }
 
     public func send(_ request: HTTPRequest) async throws -> HTTPResponse {
