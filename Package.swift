@@ -59,8 +59,8 @@ let package = Package(
         plugin("ITunesSource"),
         plugin("URLListSource"),
         plugin("FoundationTransport"),
-        plugin("CurlTransport", dependencies: ["CCurl"]),
-        plugin("DirectorySink"),
+        plugin("CurlTransport", dependencies: ["CCurl", "CLinux"]),
+        plugin("DirectorySink", dependencies: ["CLinux"]),
         plugin("ArchiveSink", dependencies: ["CArchive"]),
         .target(name: "MediaFetchTesting", dependencies: ["MediaFetchCore"], swiftSettings: strict),
         .target(
@@ -72,9 +72,9 @@ let package = Package(
             ],
             swiftSettings: strict
         ),
-        // glibc's malloc.h, for mallopt in the tool's entry point.
-        .systemLibrary(name: "CMalloc", path: "Sources/CMalloc"),
-        .executableTarget(name: "mediafetch", dependencies: ["MediaFetchCLI", "CMalloc"], swiftSettings: strict),
+        // What the Glibc module leaves out: malloc.h (mallopt, in the tool's entry point) and sync_file_range.
+        .systemLibrary(name: "CLinux", path: "Sources/CLinux"),
+        .executableTarget(name: "mediafetch", dependencies: ["MediaFetchCLI", "CLinux"], swiftSettings: strict),
         .testTarget(
             name: "MediaFetchCoreTests",
             dependencies: ["MediaFetchCore", "MediaFetchTesting"],

@@ -219,7 +219,9 @@ final class CurlTransfer: @unchecked Sendable {
                         url: url)
                 }
                 reportProgress(force: true)
-                try file.close()
+                if case .file(let request, _) = body {
+                    try file.close(startingWriteback: request.startsWriteback)
+                }
             }
             return .success(())
         } catch {

@@ -45,10 +45,12 @@ public final class DirectorySink: Sink {
                     "sync",
                     .bool,
                     default: .bool(true),
-                    doc: "Flush each file to disk before it gets its name, and its folder after, so a power cut "
-                        + "cannot leave a stored file empty. Off, files are as safe as curl's or wget's: a crash of "
-                        + "mediafetch still loses nothing, a power cut may lose the newest files, and the next "
-                        + "run fetches them again (it checks every stored file's size)."
+                    doc: "Put each file's bytes on disk before it gets its name, and the name after, before the "
+                        + "ledger says stored, so a power cut cannot leave a stored file empty. Files are flushed "
+                        + "in groups: one syncfs of the folder's filesystem covers every file finished meanwhile "
+                        + "(and also writes out other programs' unsaved data there). Off, files are as safe as "
+                        + "curl's or wget's: a crash of mediafetch still loses nothing, a power cut may lose the "
+                        + "newest files, and the next run fetches them again (it checks every stored file's size)."
                 ),
             ] + CollectionOptions.specs(defaults: collectionDefaults)
         ),
@@ -65,6 +67,8 @@ public final class DirectorySink: Sink {
     /// Plan-order state; plan calls come one at a time, but the sink must be `Sendable` and `store` runs
     /// on other tasks, so the reserver lives behind a lock rather than in an actor hop.
     private let reserver: Mutex<NameReserver>
+    /// Made on the first store that flushes, once the root exists.
+    private let flusher = Mutex<GroupFlush?>(nil)
 
     /// A sink storing under `root` (resolved against the current directory when relative).
     public init(
@@ -106,6 +110,9 @@ public final class DirectorySink: Sink {
     /// The manifest lists every file's SHA-256.
     public var needsDigests: Bool { collection.writesManifest }
 
+    /// With `sync`, every store flushes its file.
+    public var flushesFiles: Bool { sync }
+
     public func url(for asset: AssetKind, of item: MediaItem) -> URL? {
         collection.url(for: asset, of: item)
     }
@@ -124,9 +131,32 @@ public final class DirectorySink: Sink {
     /// - Throws: ``SinkError`` naming the item and path; an older file of that name is then untouched and no
     ///   temporary file is left.
     public func store(_ file: StagedFile, as plan: StoragePlan) async throws -> String {
-        try SafePlacement(root: root, relativePath: plan.relativePath, item: plan.item, sync: sync).place(file.url)
+        // With sync, a group flush replaces the fsyncs of the file and its folder (see GroupFlush): one
+        // before the rename for the bytes, one after for the name. A copy across filesystems is made after
+        // the first, so it is flushed on its own.
+        var placement = SafePlacement(root: root, relativePath: plan.relativePath, item: plan.item, sync: false)
+        placement.flushesCopies = sync
+        let flush = sync ? try groupFlush() : nil
+        try await flush?.barrier()
+        try placement.place(file.url)
+        try await flush?.barrier()
         collector.stored(plan, file: file)
         return plan.relativePath
+    }
+
+    deinit {
+        flusher.withLock { $0?.close() }
+    }
+
+    /// The group flush of the root's filesystem, made (with the root) on first use.
+    private func groupFlush() throws(SinkError) -> GroupFlush {
+        try flusher.withLock { (flusher: inout GroupFlush?) throws(SinkError) -> GroupFlush in
+            if let flusher { return flusher }
+            _ = try SafePlacement(root: root, relativePath: ".", item: ItemRef(id: "", title: "the folder")).openRoot()
+            let made = try GroupFlush(root: root)
+            flusher = made
+            return made
+        }
     }
 
     /// A file stored by an earlier run is kept when it is still where this run would put it, a regular

@@ -25,6 +25,9 @@ struct SafePlacement {
     var item: ItemRef
     /// Whether to flush the file before its rename and the folder after.
     var sync = true
+    /// Whether a copy across filesystems is flushed before its rename even without ``sync``: a group flush
+    /// of the root's filesystem that ran before the copy does not cover it.
+    var flushesCopies = false
 
     /// Places `staged` at `relativePath` under `root`.
     func place(_ staged: URL) throws(SinkError) {
@@ -60,7 +63,7 @@ struct SafePlacement {
         let temporary = "\(Self.temporaryPrefix)\(getpid())-\(UUID().uuidString.lowercased()).part"
         do throws(SinkError) {
             try copy(staged, to: temporary, in: directory)
-            if sync { try syncFile(temporary, in: directory) }
+            if sync || flushesCopies { try syncFile(temporary, in: directory) }
             guard renameat(directory.raw, temporary, directory.raw, fileName) == 0 else {
                 throw failure("cannot move the file into place: \(reason(errno))")
             }

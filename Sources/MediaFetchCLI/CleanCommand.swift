@@ -19,8 +19,8 @@ enum CleanCommand {
         defer { withExtendedLifetime(lock) {} }
         let files = FileManager.default
         let staging = Pipeline.stagingDirectory(state: spec.stateDirectory)
-        let partials = ((try? files.contentsOfDirectory(atPath: staging.path)) ?? []).filter { $0.hasSuffix(".part") }
-        for name in partials { try files.removeItem(at: staging.appendingPathComponent(name)) }
+        let partials = Pipeline.partialFiles(in: staging)
+        for file in partials { try files.removeItem(at: file) }
         print("removed \(partials.count) partial download\(partials.count == 1 ? "" : "s")")
 
         let ledgerFile = spec.stateDirectory.appendingPathComponent(Ledger.fileName)

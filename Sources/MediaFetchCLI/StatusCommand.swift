@@ -26,8 +26,8 @@ enum StatusCommand {
             var entry = entry
             // After a crash the staging file knows better than the ledger how much arrived.
             if entry.status != .stored {
-                let file = staging.appendingPathComponent(
-                    Pipeline.stagingName(source: entry.key.source, itemID: entry.key.itemID, asset: entry.key.asset))
+                let file = Pipeline.stagingFile(
+                    in: staging, source: entry.key.source, itemID: entry.key.itemID, asset: entry.key.asset)
                 if let size = (try? FileManager.default.attributesOfItem(atPath: file.path))?[.size] as? NSNumber {
                     entry.receivedBytes = size.int64Value
                 }

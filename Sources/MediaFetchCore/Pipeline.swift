@@ -65,10 +65,10 @@ public struct Pipeline: Sendable {
     public func run() async -> RunSummary {
         let clock = ContinuousClock()
         let start = clock.now
-        let run = RunState(ledger: options.ledger, events: events)
+        let run = RunState(ledger: options.ledger, events: events, transfers: options.concurrency)
 
         do {
-            try FileManager.default.createDirectory(at: options.stagingDirectory, withIntermediateDirectories: true)
+            try Self.prepareStaging(options.stagingDirectory)
             let known = try options.refetch ? [:] : (options.ledger?.entries(source: options.sourceName) ?? [:])
             try await feedWorkers(run, known: known)
         } catch is CancellationError {
@@ -103,7 +103,9 @@ public struct Pipeline: Sendable {
         return summary
     }
 
-    /// Reads the source in a child task and starts a worker per asset, at most `concurrency` at once.
+    /// Reads the source in a child task and starts a worker per asset. At most `concurrency` of them move
+    /// bytes at once (``RunState/transfers``); as many again may be storing or waiting to retry, so that
+    /// a store waiting on the disk, or a retry waiting out its delay, does not hold a transfer back.
     /// A source failure stops new work but lets started downloads finish.
     private func feedWorkers(_ run: RunState, known: [LedgerKey: LedgerEntry]) async throws {
         let (outputs, continuation) = AsyncThrowingStream.makeStream(of: SourceOutput.self)
@@ -147,21 +149,13 @@ public struct Pipeline: Sendable {
                     case .item(let item):
                         if run.stopReason != nil { break outputs }
                         for job in try await plan(item, known: known, run) {
-                            while running >= options.concurrency {
+                            while running >= options.concurrency * 2 {
                                 if try await group.next() == true { running -= 1 }
                             }
                             // A slot may free up because the run was cancelled or went over its failure
                             // budget: start nothing new then.
                             try Task.checkCancellation()
-                            if options.policy.maxFailures > 0,
-                                run.tally.withLock({ $0.failed }) >= options.policy.maxFailures
-                            {
-                                let failed = run.tally.withLock { $0.failed }
-                                run.stop(
-                                    "\(failed) failures reached the download section's max-failures "
-                                        + "(\(options.policy.maxFailures)); no further items were started")
-                                break outputs
-                            }
+                            if overBudget(run) { break outputs }
                             running += 1
                             group.addTask {
                                 await self.download(job, run); return true
@@ -181,6 +175,17 @@ public struct Pipeline: Sendable {
             if let sourceFailure { throw sourceFailure }
             try Task.checkCancellation()
         }
+    }
+
+    /// Whether the failures so far reached the download section's `max-failures`; the first time, the run
+    /// stops starting items and says why.
+    private func overBudget(_ run: RunState) -> Bool {
+        let limit = options.policy.maxFailures
+        let failed = run.tally.withLock { $0.failed }
+        guard limit > 0, failed >= limit else { return false }
+        run.stop(
+            "\(failed) failures reached the download section's max-failures (\(limit)); no further items were started")
+        return true
     }
 
     private struct Job: Sendable {
@@ -222,10 +227,18 @@ public struct Pipeline: Sendable {
 
     private func download(_ job: Job, _ run: RunState) async {
         let ref = job.item.ref
-        let staging = options.stagingDirectory.appendingPathComponent(
-            Self.stagingName(source: options.sourceName, itemID: job.item.id, asset: job.asset))
+        let staging = Self.stagingFile(
+            in: options.stagingDirectory, source: options.sourceName, itemID: job.item.id, asset: job.asset)
         let ledger = options.ledger
         let policy = options.policy
+        // Stopped before its turn came (a slot freed by the stop itself may still reach it): nothing was
+        // started, so nothing is paused either. Failures may also have used up the budget meanwhile.
+        guard (try? await run.transfers.acquire()) != nil else { return }
+        if Task.isCancelled || overBudget(run) {
+            run.transfers.release()
+            return
+        }
+        var holdsSlot = true
         var (resumeFrom, validator) = resumePoint(job, staging: staging)
         var expected = job.entry?.expectedBytes
         ledger?.begin(job.key, title: job.item.title, url: job.url)
@@ -237,9 +250,23 @@ public struct Pipeline: Sendable {
         while true {
             let answer = AnswerBox()
             do {
-                let result = try await fetch(
-                    job, staging: staging, resumeFrom: resumeFrom, validator: validator,
-                    expected: expected, answer: answer, digest: policy.computesDigests || sink.needsDigests, run)
+                if !holdsSlot {
+                    try await run.transfers.acquire()
+                    holdsSlot = true
+                }
+                let fetched: Result<Fetched, any Error>
+                do {
+                    fetched = .success(
+                        try await fetch(
+                            job, staging: staging, resumeFrom: resumeFrom, validator: validator, expected: expected,
+                            answer: answer, digest: policy.computesDigests || sink.needsDigests, run))
+                } catch {
+                    fetched = .failure(error)
+                }
+                // The bytes are in (or the attempt ended): checking, storing and retry delays need no slot.
+                run.transfers.release()
+                holdsSlot = false
+                let result = try fetched.get()
                 guard policy.accepts(contentType: result.contentType, for: job.asset) else {
                     try? FileManager.default.removeItem(at: staging)
                     throw PipelineError(
@@ -373,7 +400,7 @@ public struct Pipeline: Sendable {
         let throttle = ProgressThrottle(interval: options.progressInterval)
         let request = DownloadRequest(
             url: job.url, destination: staging, resumeFrom: resumeFrom, validator: validator,
-            maxBytes: options.policy.maxSize,
+            maxBytes: options.policy.maxSize, startsWriteback: sink.flushesFiles,
             onResponse: { head in
                 answer.set(head)
                 ledger?.responded(job.key, validator: head.validator, expectedBytes: head.expectedSize)
@@ -424,6 +451,53 @@ public struct Pipeline: Sendable {
         return "\(readable)-\(stableHash(source + "\u{0}" + itemID)).\(asset.rawValue).part"
     }
 
+    /// Where the staging file of one asset lives: in one of sixteen subfolders named by the last digit of
+    /// the name's hash. A file is created under its folder's lock, and ext4 holds that lock while it looks
+    /// for a free inode; with one folder, the transport's threads took turns there and spun while waiting.
+    public static func stagingFile(in staging: URL, source: String, itemID: String, asset: AssetKind) -> URL {
+        let name = stagingName(source: source, itemID: itemID, asset: asset)
+        return staging.appendingPathComponent(shard(ofStagingName: name) ?? "0", isDirectory: true)
+            .appendingPathComponent(name)
+    }
+
+    /// The subfolder a staging file name belongs in: the last digit of its hash (`…-<hash>.<asset>.part`).
+    static func shard(ofStagingName name: String) -> String? {
+        guard name.hasSuffix(".part"), let dash = name.lastIndex(of: "-") else { return nil }
+        let hash = name[name.index(after: dash)...].prefix { $0 != "." }
+        guard let digit = hash.last, digit.isHexDigit else { return nil }
+        return String(digit)
+    }
+
+    /// Every staging subfolder, created when missing; partial files an earlier version kept directly in
+    /// the staging folder move into theirs, so their bytes still resume.
+    static func prepareStaging(_ staging: URL) throws {
+        let files = FileManager.default
+        for digit in "0123456789abcdef" {
+            try files.createDirectory(
+                at: staging.appendingPathComponent(String(digit), isDirectory: true), withIntermediateDirectories: true)
+        }
+        for name in (try? files.contentsOfDirectory(atPath: staging.path)) ?? [] {
+            guard let shard = shard(ofStagingName: name) else { continue }
+            let from = staging.appendingPathComponent(name)
+            let to = staging.appendingPathComponent(shard).appendingPathComponent(name)
+            if rename(from.path, to.path) != 0 {
+                throw PipelineError(
+                    "cannot move \(from.path) to \(to.path): \(String(cString: strerror(errno)))")
+            }
+        }
+    }
+
+    /// Every partial download in a staging folder (the sixteen subfolders, and the folder itself for files
+    /// an earlier version kept there).
+    public static func partialFiles(in staging: URL) -> [URL] {
+        let files = FileManager.default
+        let folders = [staging] + "0123456789abcdef".map { staging.appendingPathComponent(String($0)) }
+        return folders.flatMap { folder in
+            ((try? files.contentsOfDirectory(atPath: folder.path)) ?? []).filter { $0.hasSuffix(".part") }
+                .map { folder.appendingPathComponent($0) }
+        }
+    }
+
     /// FNV-1a: stable across runs and platforms, unlike `hashValue`.
     static func stableHash(_ text: String) -> String {
         var hash: UInt64 = 0xcbf2_9ce4_8422_2325
@@ -457,10 +531,13 @@ private final class RunState: Sendable {
     private let uncommitted = Mutex<[(LedgerKey, StoredRecord)]>([])
     private let stopped = Mutex<String?>(nil)
     private let ledgerTrouble = Mutex(false)
+    /// The transfer slots: `concurrency` downloads move bytes at once.
+    let transfers: Slots
 
-    init(ledger: Ledger?, events: @escaping @Sendable (PipelineEvent) -> Void) {
+    init(ledger: Ledger?, events: @escaping @Sendable (PipelineEvent) -> Void, transfers: Int) {
         self.ledger = ledger
         self.events = events
+        self.transfers = Slots(limit: transfers)
     }
 
     func report(_ event: PipelineEvent) {

@@ -2,7 +2,7 @@ import Foundation
 import MediaFetchCLI
 
 #if canImport(Glibc)
-    import CMalloc
+    import CLinux
 
     // Two malloc arenas are plenty on the two cores this runs on; glibc's default (eight per core) keeps
     // megabytes resident for every thread that touched the heap.

@@ -1,5 +1,6 @@
 import Foundation
 import MediaFetchCLI
+import MediaFetchCore
 import MediaFetchTesting
 import Testing
 
@@ -175,11 +176,8 @@ struct InterruptTests {
         // Wait (bounded) for the condition, not for a time: every worker holds a stalled download whose
         // first bytes reached its staging file.
         func stalledDownloads() -> Int {
-            let names = (try? FileManager.default.contentsOfDirectory(atPath: staging.path)) ?? []
-            return names.filter { name in
-                let size =
-                    (try? FileManager.default.attributesOfItem(atPath: staging.appendingPathComponent(name).path))?[
-                        .size]
+            Pipeline.partialFiles(in: staging).filter { file in
+                let size = (try? FileManager.default.attributesOfItem(atPath: file.path))?[.size]
                 return (size as? NSNumber)?.int64Value == 50_000
             }.count
         }
@@ -191,8 +189,7 @@ struct InterruptTests {
         #expect(paused.status == 130, "\(paused.stdout)\(paused.stderr)")
         #expect(paused.stdout.contains("run the same command again to resume"))
         #expect(try CommandRunner.tree(output).isEmpty)
-        let partials = try FileManager.default.contentsOfDirectory(atPath: staging.path)
-        #expect(partials.count == 8)
+        #expect(Pipeline.partialFiles(in: staging).count == 8)
 
         let status = try CommandRunner.run(["status", "config/demo.yaml", "--set", "state=\(scratch.path)/state"])
         #expect(status.stdout.contains("partial: 8"), "\(status.stdout)")

@@ -141,7 +141,7 @@ struct PipelineTests {
         #expect(summary.failed == 2)
         #expect(summary.exitCode == 1)
         #expect(failures.withLock { $0.sorted() }.first?.contains("http://127.0.0.1/3: HTTP 404") == true)
-        #expect(try FileManager.default.contentsOfDirectory(atPath: staging.path).isEmpty)
+        #expect(Pipeline.partialFiles(in: staging).isEmpty)
     }
 
     @Test func aSizeTheFileDoesNotHaveIsNeverStored() async throws {
@@ -194,7 +194,7 @@ struct PipelineTests {
         #expect(summary.stored == 0)
         #expect(summary.failed == 0)
         #expect(sink.stored.withLock { $0.isEmpty })
-        #expect(try FileManager.default.contentsOfDirectory(atPath: staging.path).isEmpty)
+        #expect(Pipeline.partialFiles(in: staging).isEmpty)
     }
 
     @Test func theFailureBudgetStopsARunGoingWrong() async throws {

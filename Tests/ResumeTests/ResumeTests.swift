@@ -27,8 +27,9 @@ struct ResumeTests {
         var bytes: [UInt8] { server.catalog.previewBytes(for: song) }
         var key: LedgerKey { LedgerKey(source: "itunes", itemID: String(song.trackId), asset: .preview) }
         var stagingFile: URL {
-            Pipeline.stagingDirectory(state: state).appendingPathComponent(
-                Pipeline.stagingName(source: "itunes", itemID: String(song.trackId), asset: .preview))
+            Pipeline.stagingFile(
+                in: Pipeline.stagingDirectory(state: state), source: "itunes", itemID: String(song.trackId),
+                asset: .preview)
         }
         var previewRequests: [MockRequest] { server.requests.filter { $0.path == song.previewPath } }
 
@@ -161,8 +162,7 @@ struct ResumeTests {
         let setup = try Setup()
         // A complete staging file whose size the ledger never learned (killed after the last byte).
         try FileManager.default.createDirectory(
-            at: Pipeline.stagingDirectory(state: setup.state),
-            withIntermediateDirectories: true)
+            at: setup.stagingFile.deletingLastPathComponent(), withIntermediateDirectories: true)
         try Data(setup.bytes).write(to: setup.stagingFile)
         let ledger = try Ledger(directory: setup.state)
         ledger.begin(setup.key, title: setup.song.trackName, url: setup.server.previewURL(for: setup.song))

@@ -1,0 +1,66 @@
+import Synchronization
+
+/// At most `limit` holders at a time, the rest waiting in the order they came: the pipeline's transfer
+/// slots, which a download holds while bytes move and gives back before its file is stored (a store
+/// that waits on the disk then lets the next download start).
+final class Slots: Sendable {
+    private struct State {
+        var available: Int
+        var waiters: [(id: UInt64, continuation: CheckedContinuation<Void, any Error>)] = []
+        var nextID: UInt64 = 0
+    }
+
+    private let state: Mutex<State>
+
+    init(limit: Int) {
+        state = Mutex(State(available: max(1, limit)))
+    }
+
+    /// Takes a slot, waiting for one when all are taken.
+    /// - Throws: `CancellationError` when the calling task is cancelled first; no slot is then taken.
+    func acquire() async throws {
+        let id = state.withLock { state in
+            defer { state.nextID += 1 }
+            return state.nextID
+        }
+        try await withTaskCancellationHandler {
+            try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Void, any Error>) in
+                let outcome: Result<Void, any Error>? = state.withLock { state in
+                    // A cancellation before this point found no waiter to end; it is seen here instead.
+                    if Task.isCancelled { return .failure(CancellationError()) }
+                    if state.available > 0 {
+                        state.available -= 1
+                        return .success(())
+                    }
+                    state.waiters.append((id, continuation))
+                    return nil
+                }
+                if let outcome { continuation.resume(with: outcome) }
+            }
+        } onCancel: {
+            let waiter = state.withLock { state -> CheckedContinuation<Void, any Error>? in
+                guard let index = state.waiters.firstIndex(where: { $0.id == id }) else { return nil }
+                return state.waiters.remove(at: index).continuation
+            }
+            waiter?.resume(throwing: CancellationError())
+        }
+    }
+
+    /// Gives a slot back, to the longest waiter if there is one.
+    func release() {
+        let next = state.withLock { state -> CheckedContinuation<Void, any Error>? in
+            guard !state.waiters.isEmpty else {
+                state.available += 1
+                return nil
+            }
+            return state.waiters.removeFirst().continuation
+        }
+        next?.resume()
+    }
+
+    /// Slots free right now (for tests).
+    var available: Int { state.withLock { $0.available } }
+
+    /// Tasks waiting for a slot right now (for tests).
+    var waiters: Int { state.withLock { $0.waiters.count } }
+}
