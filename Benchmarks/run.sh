@@ -8,7 +8,8 @@
 # Environment: N (files, default 2000), RUNS (default 3), CONCURRENCY (default 16), BIG_MIB (default 512),
 # SMALL_N (the smaller run for the memory check, default 200), CACHE (where the tree is generated once,
 # default .build/bench-cache), MEDIAFETCH (a prebuilt binary; default: swift build -c release),
-# TOOLS (which rows; default: every row but the tar ones; add curl-transport-tar curl-transport-tar-zstd tar-cf).
+# TOOLS (which rows; default: every row but the tar ones and the one-thread one; add curl-transport-tar
+# curl-transport-tar-zstd tar-cf curl-transport-1thread). Each round runs every tool once, in turn.
 set -euo pipefail
 
 N=${N:-2000}
@@ -16,7 +17,7 @@ RUNS=${RUNS:-3}
 CONCURRENCY=${CONCURRENCY:-16}
 BIG_MIB=${BIG_MIB:-512}
 SMALL_N=${SMALL_N:-200}
-TOOLS=${TOOLS:-"curl-transport curl-transport-nosync curl-transport-fast foundation-transport curl+sync aria2c wget"}
+TOOLS=${TOOLS:-"curl-transport curl-transport-sha256 curl-transport-nosync foundation-transport curl+sync aria2c wget"}
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 CACHE=${CACHE:-$ROOT/.build/bench-cache}
 
@@ -160,8 +161,10 @@ command_for() { # TOOL LIST -> the command line, one word per line
         foundation-transport) printf '%s\n' "$MEDIAFETCH" run "$(mediafetch_config "$2" foundation)" --quiet ;;
         curl-transport-nosync)
             printf '%s\n' "$MEDIAFETCH" run "$(mediafetch_config "$2" curl false)" --quiet ;;
-        curl-transport-fast)
-            printf '%s\n' "$MEDIAFETCH" run "$(mediafetch_config "$2" curl false)" --quiet --set download.verify=size ;;
+        curl-transport-sha256)
+            printf '%s\n' "$MEDIAFETCH" run "$(mediafetch_config "$2" curl)" --quiet --set download.verify=sha256 ;;
+        curl-transport-1thread)
+            printf '%s\n' "$MEDIAFETCH" run "$(mediafetch_config "$2" curl false)" --quiet --set transport.threads=1 ;;
         foundation-transport-nosync)
             printf '%s\n' "$MEDIAFETCH" run "$(mediafetch_config "$2" foundation false)" --quiet ;;
         curl-transport-tar)
@@ -193,21 +196,29 @@ command_for() { # TOOL LIST -> the command line, one word per line
     esac
 }
 
-# bench TOOL LIST LABEL: RUNS timed runs, prints one table row's numbers "wall rss_mib".
+# bench LIST TOOLS...: RUNS rounds, each running every tool once in turn (so that a drift of the machine,
+# such as writeback of an earlier run or ext4 skipping recently deleted inodes, falls on every tool alike);
+# prints one line per tool: "tool median_wall peak_rss_mib".
 bench() {
-    local walls=() rss=()
+    local list=$1
+    shift
+    declare -A walls=() rss=()
     for _ in $(seq "$RUNS"); do
-        local command=()
-        mapfile -t command < <(command_for "$1" "$2")
-        read -r wall kb < <(run_one "$1" "$2" "${command[@]}")
-        walls+=("$wall")
-        rss+=("$kb")
+        for tool in "$@"; do
+            local command=()
+            mapfile -t command < <(command_for "$tool" "$list")
+            read -r wall kb < <(run_one "$tool" "$list" "${command[@]}")
+            walls[$tool]+="$wall "
+            rss[$tool]+="$kb "
+        done
     done
-    local wall peak
-    wall=$(printf '%s\n' "${walls[@]}" | median)
-    peak=$(printf '%s\n' "${rss[@]}" | sort -n | tail -1)
-    [[ $peak == FAIL ]] || peak=$(awk -v k="$peak" 'BEGIN { printf "%.1f", k / 1024 }')
-    echo "$wall $peak"
+    for tool in "$@"; do
+        local wall peak
+        wall=$(printf '%s\n' ${walls[$tool]} | median)
+        peak=$(printf '%s\n' ${rss[$tool]} | sort -n | tail -1)
+        [[ $peak == FAIL ]] || peak=$(awk -v k="$peak" 'BEGIN { printf "%.1f", k / 1024 }')
+        echo "$tool $wall $peak"
+    done
 }
 
 table() { # TITLE LIST TOOLS...
@@ -220,10 +231,10 @@ table() { # TITLE LIST TOOLS...
     printf '| %-28s | %9s | %9s | %14s | %8s |\n' "tool" "wall (s)" "MB/s" "peak RSS (MiB)" "vs curl"
     printf '| %-28s | %9s | %9s | %14s | %8s |\n' "---" "---:" "---:" "---:" "---:"
     local rows=()
-    for tool in "$@"; do
-        read -r wall peak < <(bench "$tool" "$list")
+    mapfile -t rows < <(bench "$list" "$@")
+    for row in "${rows[@]}"; do
+        read -r tool wall _ <<< "$row"
         [[ $tool == curl ]] && reference=$wall
-        rows+=("$tool $wall $peak")
     done
     for row in "${rows[@]}"; do
         read -r tool wall peak <<< "$row"
@@ -241,7 +252,8 @@ table() { # TITLE LIST TOOLS...
             curl-transport) label="mediafetch use: curl" ;;
             foundation-transport) label="mediafetch use: foundation" ;;
             curl-transport-nosync) label="mediafetch curl, sync: false" ;;
-            curl-transport-fast) label="mediafetch curl, no sync, size" ;;
+            curl-transport-sha256) label="mediafetch curl, sha256" ;;
+            curl-transport-1thread) label="mediafetch curl, 1 thread, no sync" ;;
             foundation-transport-nosync) label="mediafetch foundation, sync: false" ;;
             curl-transport-tar) label="mediafetch curl, tar sink" ;;
             curl-transport-tar-zstd) label="mediafetch curl, tar + zstd" ;;
@@ -259,7 +271,7 @@ table "Many files" "$WORK/urls-$N.txt" "${ordered[@]}"
 table "Memory check: fewer files" "$WORK/urls-$SMALL_N.txt" curl curl-transport foundation-transport
 
 big=()
-for tool in curl curl+sync curl-transport curl-transport-nosync curl-transport-fast; do
+for tool in curl curl+sync curl-transport curl-transport-sha256 curl-transport-nosync; do
     [[ " curl $TOOLS " == *" $tool "* ]] && big+=("$tool")
 done
 table "One $BIG_MIB MiB file" "$WORK/urls-big.txt" "${big[@]}"

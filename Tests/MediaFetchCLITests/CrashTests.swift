@@ -20,7 +20,7 @@ struct CrashTests {
                 "--set", "source.endpoint=\(server.baseURL.absoluteString)",
                 "--set", "source.term=a", "--set", "source.max-items=\(count)",
                 "--set", "transport.use=\(transport)", "--set", "sink.use=\(sink)", "--set", "sink.path=\(output.path)",
-                "--set", "state=\(state.path)",
+                "--set", "state=\(state.path)", "--set", "download.verify=sha256",
             ] + (sink == "tar" ? ["--set", "sink.manifest=false", "--set", "sink.playlist=false"] : [])
         // Kill moments drawn from a fixed seed, spread over a run's length, so the test is the same each time.
         var random = SplitMix64(seed: 9)

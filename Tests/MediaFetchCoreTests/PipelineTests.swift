@@ -105,7 +105,10 @@ struct PipelineTests {
     {
         await Pipeline(
             source: source, transport: transport, sink: sink,
-            options: .init(concurrency: transport.maxConcurrentTransfers, stagingDirectory: staging)
+            // Digests on: the stored files' SHA-256 is checked against the bytes.
+            options: .init(
+                concurrency: transport.maxConcurrentTransfers, stagingDirectory: staging,
+                policy: DownloadPolicy(computesDigests: true))
         ).run()
     }
 
@@ -130,7 +133,7 @@ struct PipelineTests {
         let failures = Mutex<[String]>([])
         let summary = await Pipeline(
             source: ListSource(outputs: Self.items(10)), transport: transport, sink: sink,
-            options: .init(concurrency: 4, stagingDirectory: staging),
+            options: .init(concurrency: 4, stagingDirectory: staging, policy: DownloadPolicy(computesDigests: true)),
             events: { event in
                 if case .failed(let ref, let url, let reason) = event {
                     failures.withLock { $0.append("\(ref.id) \(url?.absoluteString ?? "") \(reason)") }

@@ -43,7 +43,9 @@ struct ResumeTests {
                 sink: DirectorySink(root: output, layout: try LayoutTemplate("{title}.{ext}")),
                 options: .init(
                     concurrency: 2, stagingDirectory: Pipeline.stagingDirectory(state: state),
-                    sourceName: "itunes", ledger: ledger, refetch: refetch))
+                    sourceName: "itunes", ledger: ledger, refetch: refetch,
+                    // Digests on: a resumed file's SHA-256 must be that of the whole file.
+                    policy: DownloadPolicy(computesDigests: true)))
         }
 
         /// Runs once to completion.
