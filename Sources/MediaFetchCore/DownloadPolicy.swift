@@ -99,9 +99,11 @@ public struct DownloadPolicy: Sendable, Hashable {
     public func accepts(contentType: String?, for asset: AssetKind) -> Bool {
         let patterns = asset == .preview ? previewTypes : artworkTypes
         guard !patterns.isEmpty, let contentType else { return true }
-        let type =
-            contentType.split(separator: ";").first.map { $0.trimmingCharacters(in: .whitespaces).lowercased() }
-            ?? ""
+        // The media type before any parameters, without spaces or tabs around it, lowercased.
+        let head = contentType.utf8.prefix { $0 != UInt8(ascii: ";") }
+        let blank: (UInt8) -> Bool = { $0 == 0x20 || $0 == 0x09 }
+        let type = String(decoding: head.drop(while: blank).reversed().drop(while: blank).reversed(), as: UTF8.self)
+            .lowercased()
         return patterns.contains { pattern in
             let pattern = pattern.lowercased()
             if pattern.hasSuffix("/*") { return type.hasPrefix(pattern.dropLast()) }

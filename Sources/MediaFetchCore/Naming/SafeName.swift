@@ -94,13 +94,30 @@ public enum SafeName {
     /// The key two names are compared by on a case- and normalization-insensitive filesystem (APFS, NTFS):
     /// NFC, then case-folded (upper then lower, so "ß" and "SS" meet), then NFC again.
     public static func collationKey(_ name: String) -> String {
+        // ASCII is already NFC, and its case folding is plain lowercasing (the common case, and Foundation's
+        // normalization is slow).
+        if isASCII(name) { return name.lowercased() }
+        return unicodeCollationKey(name)
+    }
+
+    /// ``collationKey(_:)`` for any text.
+    static func unicodeCollationKey(_ name: String) -> String {
         name.precomposedStringWithCanonicalMapping.uppercased().lowercased().precomposedStringWithCanonicalMapping
+    }
+
+    static func isASCII(_ text: String) -> Bool {
+        text.utf8.allSatisfy { $0 < 0x80 }
     }
 
     // MARK: - Steps
 
     /// Rules 1–5 up to whitespace collapsing: the characters of the name, before its ends are trimmed.
     static func normalized(_ raw: String) -> String {
+        isASCII(raw) ? normalizedASCII(raw) : normalizedScalars(raw)
+    }
+
+    /// ``normalized(_:)`` for any text, scalar by scalar.
+    static func normalizedScalars(_ raw: String) -> String {
         var scalars = String.UnicodeScalarView()
         for scalar in raw.unicodeScalars {
             if scalar.properties.isWhitespace {
@@ -126,6 +143,30 @@ public enum SafeName {
             lastWasSpace = isSpace
         }
         return collapsed
+    }
+
+    /// ``normalized(_:)`` for ASCII text, on bytes: the same rules (ASCII whitespace is tab to carriage
+    /// return and space; the other controls are dropped), and no normalization is needed.
+    static func normalizedASCII(_ raw: String) -> String {
+        var bytes: [UInt8] = []
+        bytes.reserveCapacity(raw.utf8.count)
+        var lastWasSpace = false
+        for byte in raw.utf8 {
+            var out = byte
+            switch byte {
+            case 0x09...0x0D, 0x20: out = 0x20
+            case 0x00...0x08, 0x0E...0x1F, 0x7F: continue
+            case UInt8(ascii: "/"), UInt8(ascii: "\\"), UInt8(ascii: "<"), UInt8(ascii: ">"), UInt8(ascii: ":"),
+                UInt8(ascii: "\""), UInt8(ascii: "|"), UInt8(ascii: "?"), UInt8(ascii: "*"):
+                out = UInt8(ascii: "_")
+            default: break
+            }
+            let isSpace = out == 0x20
+            if isSpace && lastWasSpace { continue }
+            bytes.append(out)
+            lastWasSpace = isSpace
+        }
+        return String(decoding: bytes, as: UTF8.self)
     }
 
     /// Strips leading dots and spaces and trailing dots and spaces.
@@ -181,6 +222,10 @@ public enum SafeName {
     /// spaces ignored, compared without case.
     static func isDeviceName(_ name: String) -> Bool {
         let base = name.split(separator: ".", maxSplits: 1, omittingEmptySubsequences: false).first ?? ""
+        // Device names are a few bytes long (the longest, CONOUT$, is 7, and no spelling that uppercases to
+        // one is over 16): most names are ruled out here, before the Unicode work below.
+        let trailingSpaces = base.utf8.reversed().prefix { $0 == 0x20 }.count
+        guard base.utf8.count - trailingSpaces <= 16 else { return false }
         let trimmed = base.reversed().drop { $0 == " " }.reversed()
         return deviceNames.contains(String(trimmed).uppercased())
     }

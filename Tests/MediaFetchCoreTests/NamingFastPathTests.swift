@@ -1,0 +1,46 @@
+import Foundation
+import MediaFetchTesting
+import Testing
+
+@testable import MediaFetchCore
+
+/// The ASCII fast paths of naming must answer exactly what the general Unicode paths answer.
+@Suite("Naming fast paths")
+struct NamingFastPathTests {
+    /// Random ASCII text weighted towards what the rules treat specially: controls, whitespace runs,
+    /// reserved characters, dots, letters of both cases.
+    static func samples(count: Int) -> [String] {
+        var random = SplitMix64(seed: 20_261_129)
+        let special: [UInt8] = Array(0...0x20) + [0x7F] + Array("/\\<>:\"|?*. ._-()".utf8)
+        return (0..<count).map { _ in
+            let length = Int.random(in: 0...40, using: &random)
+            let bytes = (0..<length).map { _ -> UInt8 in
+                Bool.random(using: &random)
+                    ? special.randomElement(using: &random)! : UInt8.random(in: 0...0x7F, using: &random)
+            }
+            return String(decoding: bytes, as: UTF8.self)
+        }
+    }
+
+    @Test func asciiNormalizationMatchesTheScalarRules() {
+        for text in Self.samples(count: 5_000) {
+            #expect(SafeName.normalizedASCII(text) == SafeName.normalizedScalars(text), "\(Array(text.utf8))")
+        }
+    }
+
+    @Test func asciiCollationKeysMatchTheUnicodeKeys() {
+        for text in Self.samples(count: 5_000) {
+            #expect(SafeName.collationKey(text) == SafeName.unicodeCollationKey(text), "\(Array(text.utf8))")
+        }
+    }
+
+    @Test func stagingNamesKeepTheirFormOnBothPaths() {
+        // ASCII goes the byte path; the same letters with an accent go the Character path and keep only
+        // the ASCII letters and digits.
+        let ascii = Pipeline.stagingName(source: "urls", itemID: "https://example.com/a-b/01 Song.m4a", asset: .preview)
+        #expect(ascii.hasPrefix("httpsexamplecomab01Songm4a-"))
+        #expect(ascii.hasSuffix(".preview.part"))
+        let accented = Pipeline.stagingName(source: "urls", itemID: "Café 1", asset: .preview)
+        #expect(accented.hasPrefix("Caf1-"))
+    }
+}
