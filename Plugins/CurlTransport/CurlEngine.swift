@@ -3,7 +3,7 @@ import Foundation
 import MediaFetchCore
 import Synchronization
 
-/// Runs every transfer of a transport on one multi handle, driven by one dedicated thread.
+/// Runs its share of a transport's transfers on one multi handle, driven by one dedicated thread.
 ///
 /// Other threads never touch the multi handle: they leave commands in a locked inbox and wake the thread
 /// with `curl_multi_wakeup`. The thread applies them between `curl_multi_poll` calls, so libcurl is only
