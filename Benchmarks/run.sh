@@ -10,9 +10,14 @@
 # default .build/bench-cache), MEDIAFETCH (a prebuilt binary; default: swift build -c release),
 # TOOLS (which rows; default: every row but the tar ones and the one-thread one; add curl-transport-tar
 # curl-transport-tar-zstd tar-cf curl-transport-1thread). Each round runs every tool once, in turn.
+# SETTLE (seconds, default 0): above 0, each run of a round writes into a folder of its own, and the round's
+# folders are deleted only after the round, followed by a pause of SETTLE seconds. ext4 without a journal
+# passes over inodes deleted in the last 60 s when it allocates one, so with SETTLE=61 no run pays for the
+# deletion of an earlier run's files (it needs N files' worth of disk per tool).
 set -euo pipefail
 
 N=${N:-2000}
+SETTLE=${SETTLE:-0}
 RUNS=${RUNS:-3}
 CONCURRENCY=${CONCURRENCY:-16}
 BIG_MIB=${BIG_MIB:-512}
@@ -102,21 +107,21 @@ expected_bytes() { # list -> total bytes of its files in the tree
 }
 
 # --- one timed command --------------------------------------------------------------------------
-# run_one NAME LIST COMMAND...: empties $WORK/out, runs COMMAND there, checks the bytes, prints "wall rss_kb".
+# run_one NAME LIST COMMAND...: empties $OUT, runs COMMAND there, checks the bytes, prints "wall rss_kb".
 run_one() {
     local name=$1 list=$2
     shift 2
-    rm -rf "$WORK/out" "$WORK/state" && mkdir -p "$WORK/out"
+    rm -rf "$OUT" "$OUT.state" && mkdir -p "$OUT"
     # Write back the previous run's files first, so no run pays for another's dirty pages.
     sync
     local status=0
-    (cd "$WORK/out" && /usr/bin/time -f "%e %M" -o "$WORK/time.txt" "$@" > "$WORK/$name.log" 2>&1) || status=$?
+    (cd "$OUT" && /usr/bin/time -f "%e %M" -o "$WORK/time.txt" "$@" > "$WORK/$name.log" 2>&1) || status=$?
     local got
-    if [[ -f "$WORK/out/previews.tar" ]]; then
+    if [[ -f "$OUT/previews.tar" ]]; then
         # An archive: its entries' bytes, read back (outside the timed command).
-        got=$(tar -xOf "$WORK/out/previews.tar" | wc -c)
+        got=$(tar -xOf "$OUT/previews.tar" | wc -c)
     else
-        got=$(find "$WORK/out" -type f -printf '%s\n' | awk '{ s += $1 } END { print s + 0 }')
+        got=$(find "$OUT" -type f -printf '%s\n' | awk '{ s += $1 } END { print s + 0 }')
     fi
     if [[ $status -ne 0 || "$got" != "$(expected_bytes "$list")" ]]; then
         echo "  $name failed (exit $status, $got bytes); see its log:" >&2
@@ -131,8 +136,8 @@ median() { sort -n | awk '{ v[NR] = $1 } END { if (NR == 0) print "FAIL"; else p
 
 mediafetch_config() { # LIST TRANSPORT [SYNC] [SINK] -> config path
     local name="$2-${3:-true}-${4:-directory}"
-    local path="$WORK/out"
-    [[ ${4:-directory} == tar ]] && path="$WORK/out/previews.tar"
+    local path="$OUT"
+    [[ ${4:-directory} == tar ]] && path="$OUT/previews.tar"
     cat > "$WORK/$name.yaml" <<YAML
 source:
   use: urls
@@ -145,7 +150,7 @@ sink:
   path: $path
   layout: "{title}.{ext}"
 $( [[ ${4:-directory} == tar ]] && printf '  manifest: false\n  playlist: false\n' || printf '  sync: %s\n' "${3:-true}" )
-state: $WORK/state
+state: $OUT.state
 YAML
     echo "$WORK/$name.yaml"
 }
@@ -176,12 +181,12 @@ command_for() { # TOOL LIST -> the command line, one word per line
             # The directory sink into a folder, then tar -cf over it, as one command.
             local config
             config=$(mediafetch_config "$2" curl true)
-            sed -i "s|path: $WORK/out\$|path: $WORK/folder|" "$config"
+            sed -i "s|path: $OUT\$|path: $OUT.folder|" "$config"
             printf '%s\n' sh -c 'rm -rf "$3" && "$1" run "$2" --quiet && tar -cf previews.tar -C "$3" . && rm -rf "$3"' \
-                sh "$MEDIAFETCH" "$config" "$WORK/folder" ;;
+                sh "$MEDIAFETCH" "$config" "$OUT.folder" ;;
         curl)
             if [[ $(wc -l < "$2") -eq 1 ]]; then
-                printf '%s\n' curl -s -S --noproxy '*' -o "$WORK/out/$(basename "$(cat "$2")")" "$(cat "$2")"
+                printf '%s\n' curl -s -S --noproxy '*' -o "$OUT/$(basename "$(cat "$2")")" "$(cat "$2")"
             else
                 printf '%s\n' curl -s -S --noproxy '*' -Z --parallel-max "$CONCURRENCY" --config "$(curl_config "$2")"
             fi
@@ -191,8 +196,8 @@ command_for() { # TOOL LIST -> the command line, one word per line
             printf '%s\n' sh -c 'curl -s -S --noproxy "*" -Z --parallel-max "$1" --config "$2" && sync' sh \
                 "$CONCURRENCY" "$(curl_config "$2")"
             ;;
-        aria2c) printf '%s\n' aria2c -q -j "$CONCURRENCY" -i "$2" -d "$WORK/out" ;;
-        wget) printf '%s\n' wget -q --no-proxy -i "$2" -P "$WORK/out" ;;
+        aria2c) printf '%s\n' aria2c -q -j "$CONCURRENCY" -i "$2" -d "$OUT" ;;
+        wget) printf '%s\n' wget -q --no-proxy -i "$2" -P "$OUT" ;;
     esac
 }
 
@@ -203,14 +208,19 @@ bench() {
     local list=$1
     shift
     declare -A walls=() rss=()
-    for _ in $(seq "$RUNS"); do
+    for round in $(seq "$RUNS"); do
         for tool in "$@"; do
+            OUT=$WORK/out
+            [[ $SETTLE == 0 ]] || OUT=$WORK/round-$round/$tool
             local command=()
             mapfile -t command < <(command_for "$tool" "$list")
             read -r wall kb < <(run_one "$tool" "$list" "${command[@]}")
             walls[$tool]+="$wall "
             rss[$tool]+="$kb "
         done
+        if [[ $SETTLE != 0 ]]; then
+            rm -rf "$WORK/round-$round" && sync && sleep "$SETTLE"
+        fi
     done
     for tool in "$@"; do
         local wall peak
