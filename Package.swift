@@ -59,7 +59,7 @@ let package = Package(
         plugin("ITunesSource"),
         plugin("URLListSource"),
         plugin("FoundationTransport"),
-        plugin("CurlTransport", dependencies: ["CCurl", "CLinux"]),
+        plugin("CurlTransport", dependencies: ["CCurl"]),
         plugin("DirectorySink", dependencies: ["CLinux"]),
         plugin("ArchiveSink", dependencies: ["CArchive"]),
         .target(name: "MediaFetchTesting", dependencies: ["MediaFetchCore"], swiftSettings: strict),

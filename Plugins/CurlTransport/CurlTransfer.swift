@@ -219,9 +219,7 @@ final class CurlTransfer: @unchecked Sendable {
                         url: url)
                 }
                 reportProgress(force: true)
-                if case .file(let request, _) = body {
-                    try file.close(startingWriteback: request.startsWriteback)
-                }
+                try file.close()
             }
             return .success(())
         } catch {

@@ -1,4 +1,3 @@
-import CLinux
 import Foundation
 import MediaFetchCore
 
@@ -58,11 +57,8 @@ final class DownloadFile {
     }
 
     /// Closes the descriptor; a failed close can mean lost data (NFS, quotas), so it is an error.
-    /// - Parameter startingWriteback: start writing the pages out first (see
-    ///   ``DownloadRequest/startsWriteback``); a failure there is only a lost hint.
-    func close(startingWriteback: Bool = false) throws(TransportError) {
+    func close() throws(TransportError) {
         guard descriptor >= 0 else { return }
-        if startingWriteback { _ = mf_start_writeback(descriptor) }
         let result = Glibc.close(descriptor)
         descriptor = -1
         if result != 0 { throw Self.error(url, "cannot close") }

@@ -1,3 +1,4 @@
+import CLinux
 import Foundation
 import MediaFetchCore
 import Synchronization
@@ -46,9 +47,10 @@ public final class DirectorySink: Sink {
                     .bool,
                     default: .bool(true),
                     doc: "Put each file's bytes on disk before it gets its name, and the name after, before the "
-                        + "ledger says stored, so a power cut cannot leave a stored file empty. Files are flushed "
-                        + "in groups: one syncfs of the folder's filesystem covers every file finished meanwhile "
-                        + "(and also writes out other programs' unsaved data there). Off, files are as safe as "
+                        + "ledger says stored, so a power cut cannot leave a stored file empty. On ext4, XFS, Btrfs "
+                        + "and F2FS files are flushed in groups: one syncfs covers every file finished meanwhile (and "
+                        + "also writes out other programs' unsaved data on that filesystem); elsewhere each file "
+                        + "and folder is fsynced. Off, files are as safe as "
                         + "curl's or wget's: a crash of mediafetch still loses nothing, a power cut may lose the "
                         + "newest files, and the next run fetches them again (it checks every stored file's size)."
                 ),
@@ -67,14 +69,39 @@ public final class DirectorySink: Sink {
     /// Plan-order state; plan calls come one at a time, but the sink must be `Sendable` and `store` runs
     /// on other tasks, so the reserver lives behind a lock rather than in an actor hop.
     private let reserver: Mutex<NameReserver>
-    /// Made on the first store that flushes, once the root exists.
-    private let flusher = Mutex<GroupFlush?>(nil)
+    /// Decided on the first store that flushes, once the root exists.
+    private let flusher = Mutex(FlushChoice.undecided)
+    /// The call a group flush makes (`syncfs`; tests watch it).
+    let flushCall: @Sendable (Int32) -> Int32
+
+    private enum FlushChoice {
+        case undecided
+        /// The root's filesystem flushes everything with `syncfs`; `device` is its `st_dev`.
+        case group(GroupFlush, device: dev_t)
+        /// Any other filesystem (FUSE, NFS, FAT): an `fsync` of each file and folder, as `SafePlacement` does.
+        case eachFile
+    }
+
+    /// Filesystems (`statfs` types) whose `syncfs` writes every dirty file and then empties the disk's cache:
+    /// ext2/3/4, XFS, Btrfs, F2FS, and tmpfs, which has nothing to write. FUSE may not pass `syncfs` on to
+    /// its server, and FAT's does not flush the disk's cache, so they, and anything not named here, keep an
+    /// `fsync` per file.
+    static let groupFlushFilesystems: Set<Int> = [0xEF53, 0x5846_5342, 0x9123_683E, 0xF2F5_2010, 0x0102_1994]
 
     /// A sink storing under `root` (resolved against the current directory when relative).
-    public init(
+    public convenience init(
         root: URL, layout: LayoutTemplate, collection: CollectionOptions = DirectorySink.collectionDefaults,
         sync: Bool = true
     ) {
+        self.init(root: root, layout: layout, collection: collection, sync: sync, flushCall: { syncfs($0) })
+    }
+
+    /// As the public initializer, with the call a group flush makes replaced (tests).
+    init(
+        root: URL, layout: LayoutTemplate, collection: CollectionOptions = DirectorySink.collectionDefaults,
+        sync: Bool = true, flushCall: @escaping @Sendable (Int32) -> Int32
+    ) {
+        self.flushCall = flushCall
         self.root = root.standardizedFileURL
         self.layout = layout
         self.collection = collection
@@ -110,9 +137,6 @@ public final class DirectorySink: Sink {
     /// The manifest lists every file's SHA-256.
     public var needsDigests: Bool { collection.writesManifest }
 
-    /// With `sync`, every store flushes its file.
-    public var flushesFiles: Bool { sync }
-
     public func url(for asset: AssetKind, of item: MediaItem) -> URL? {
         collection.url(for: asset, of: item)
     }
@@ -128,35 +152,65 @@ public final class DirectorySink: Sink {
 
     /// Moves `file` to `plan.relativePath` under ``root`` atomically.
     /// - Returns: `plan.relativePath`, the path relative to ``root``.
-    /// - Throws: ``SinkError`` naming the item and path; an older file of that name is then untouched and no
-    ///   temporary file is left.
+    /// - Throws: ``SinkError`` naming the item and path. No temporary file is left, and an older file of that
+    ///   name is untouched, except when only the flush after the rename failed: the file is then in place but
+    ///   not recorded, and the next run fetches it again.
     public func store(_ file: StagedFile, as plan: StoragePlan) async throws -> String {
-        // With sync, a group flush replaces the fsyncs of the file and its folder (see GroupFlush): one
-        // before the rename for the bytes, one after for the name. A copy across filesystems is made after
-        // the first, so it is flushed on its own.
-        var placement = SafePlacement(root: root, relativePath: plan.relativePath, item: plan.item, sync: false)
-        placement.flushesCopies = sync
-        let flush = sync ? try groupFlush() : nil
-        try await flush?.barrier()
-        try placement.place(file.url)
-        try await flush?.barrier()
+        var placement = SafePlacement(root: root, relativePath: plan.relativePath, item: plan.item, sync: sync)
+        if sync, let flush = try groupFlush(covering: file.url) {
+            // A group flush replaces the fsyncs of the file and its folder (see GroupFlush): one before the
+            // rename for the bytes, one after for the name. A copy into another filesystem mounted below the
+            // root is flushed on its own.
+            placement.sync = false
+            placement.flushesCopies = true
+            do {
+                try await flush.barrier()
+            } catch {
+                throw placement.failure(
+                    "the downloaded bytes could not be flushed to disk, so nothing was stored: \(error)")
+            }
+            try placement.checkWrittenBack(file.url)
+            try placement.place(file.url)
+            do {
+                try await flush.barrier()
+            } catch {
+                throw placement.failure(
+                    "the file is in place, but its name could not be flushed to disk (\(error)); it is not recorded "
+                        + "as stored, so the next run fetches it again")
+            }
+        } else {
+            try placement.place(file.url)
+        }
         collector.stored(plan, file: file)
         return plan.relativePath
     }
 
     deinit {
-        flusher.withLock { $0?.close() }
+        flusher.withLock { choice in
+            if case .group(let flush, _) = choice { flush.close() }
+        }
     }
 
     /// The group flush of the root's filesystem, made (with the root) on first use.
-    private func groupFlush() throws(SinkError) -> GroupFlush {
-        try flusher.withLock { (flusher: inout GroupFlush?) throws(SinkError) -> GroupFlush in
-            if let flusher { return flusher }
-            _ = try SafePlacement(root: root, relativePath: ".", item: ItemRef(id: "", title: "the folder")).openRoot()
-            let made = try GroupFlush(root: root)
-            flusher = made
-            return made
+    /// The group flush that covers `staged`: nil when the root's filesystem is not one whose `syncfs` can be
+    /// trusted, or when `staged` is on another filesystem (then the store is a copy, flushed on its own).
+    private func groupFlush(covering staged: URL) throws(SinkError) -> GroupFlush? {
+        let choice = try flusher.withLock { (choice: inout FlushChoice) throws(SinkError) -> FlushChoice in
+            guard case .undecided = choice else { return choice }
+            let folder = try SafePlacement(root: root, relativePath: ".", item: ItemRef(id: "", title: "the folder"))
+                .openRoot()
+            var info = stat()
+            if Self.groupFlushFilesystems.contains(mf_filesystem_type(folder.raw)), fstat(folder.raw, &info) == 0 {
+                choice = .group(try GroupFlush(root: root, flush: flushCall), device: info.st_dev)
+            } else {
+                choice = .eachFile
+            }
+            return choice
         }
+        guard case .group(let flush, let device) = choice else { return nil }
+        var info = stat()
+        guard stat(staged.path, &info) == 0, info.st_dev == device else { return nil }
+        return flush
     }
 
     /// A file stored by an earlier run is kept when it is still where this run would put it, a regular

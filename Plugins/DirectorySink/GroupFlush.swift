@@ -17,11 +17,18 @@ import MediaFetchCore
 ///
 /// The cost of the trade: `syncfs` also writes out other programs' unsaved data on that filesystem.
 ///
+/// A failed flush fails every later barrier too. Since Linux 5.8 `syncfs` reports a write-back error once
+/// per descriptor, so the store whose barrier sees it may not be the one whose bytes were lost; once the
+/// disk has said no, no store here is trusted. (Each store also checks its own file, see
+/// `SafePlacement.checkWrittenBack`.)
+///
 /// `@unchecked Sendable`: ``state`` is only touched under ``condition``.
 final class GroupFlush: @unchecked Sendable {
     private struct State {
         var waiting: [CheckedContinuation<Void, any Error>] = []
         var closed = false
+        /// The errno of the first failed flush.
+        var failure: Int32?
     }
 
     private let condition = NSCondition()
@@ -61,9 +68,7 @@ final class GroupFlush: @unchecked Sendable {
                 condition.signal()
             }
             condition.unlock()
-            if closed {
-                continuation.resume(throwing: SinkError("the sink was closed before \(root.path) was flushed"))
-            }
+            if closed { continuation.resume(throwing: SinkError("the sink was closed")) }
         }
     }
 
@@ -89,13 +94,18 @@ final class GroupFlush: @unchecked Sendable {
             let batch = state.waiting
             state.waiting = []
             let closed = state.closed
+            let earlier = state.failure
             condition.unlock()
             if batch.isEmpty && closed { return }
-            let failure = flush(descriptor) == 0 ? nil : errno
+            let failure = earlier ?? (flush(descriptor) == 0 ? nil : errno)
+            if earlier == nil, let failure {
+                condition.lock()
+                state.failure = failure
+                condition.unlock()
+            }
             for waiter in batch {
                 if let failure {
-                    waiter.resume(
-                        throwing: SinkError("cannot flush \(root.path) to disk: \(errorText(failure))"))
+                    waiter.resume(throwing: SinkError("syncfs of \(root.path): \(errorText(failure))"))
                 } else {
                     waiter.resume()
                 }

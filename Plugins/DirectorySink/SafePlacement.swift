@@ -1,3 +1,4 @@
+import CLinux
 import Foundation
 import MediaFetchCore
 
@@ -25,8 +26,9 @@ struct SafePlacement {
     var item: ItemRef
     /// Whether to flush the file before its rename and the folder after.
     var sync = true
-    /// Whether a copy across filesystems is flushed before its rename even without ``sync``: a group flush
-    /// of the root's filesystem that ran before the copy does not cover it.
+    /// Whether a copy across filesystems is flushed before its rename, and its folder after, even without
+    /// ``sync``: a group flush of the root's filesystem covers neither (it ran before the copy, and the
+    /// folder may be another filesystem mounted below the root).
     var flushesCopies = false
 
     /// Places `staged` at `relativePath` under `root`.
@@ -72,8 +74,23 @@ struct SafePlacement {
             _ = unlinkat(directory.raw, temporary, 0)
             throw error
         }
+        if flushesCopies && !sync && fsync(directory.raw) != 0 {
+            throw failure("stored, but the folder could not be flushed to disk: \(errorText(errno))")
+        }
         // The staged copy is ours to delete; if that fails it is only a leftover in the state folder.
         _ = unlink(staged.path)
+    }
+
+    /// The staged file's own write-back error, if the kernel has one it has told nobody of: opened afresh,
+    /// the file's pages are written out and waited for (cheap once a group flush wrote them). This is what
+    /// an `fsync` per file reported, without the disk-cache flush.
+    func checkWrittenBack(_ staged: URL) throws(SinkError) {
+        let raw = open(staged.path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC)
+        guard raw >= 0 else { throw failure("cannot read the downloaded file: \(errorText(errno))") }
+        let file = FileDescriptor(raw)
+        guard mf_wait_written(file.raw) == 0 else {
+            throw failure("the downloaded file could not be written to disk: \(errorText(errno))")
+        }
     }
 
     static let temporaryPrefix = ".mediafetch-"

@@ -101,9 +101,6 @@ public struct DownloadRequest: Sendable {
     /// The largest the whole file may be: a bigger one (by its announced length, or as bytes arrive)
     /// ends the transfer with ``TransportError/Code/bodyTooLarge(limit:)``.
     public var maxBytes: Int64?
-    /// A hint that the file will be flushed to disk right after: the transport may start writing its pages
-    /// out when the body is complete (`sync_file_range`), without waiting. Off, it leaves that to the kernel.
-    public var startsWriteback: Bool
 
     public init(
         url: URL,
@@ -112,7 +109,6 @@ public struct DownloadRequest: Sendable {
         resumeFrom: Int64 = 0,
         validator: Validator? = nil,
         maxBytes: Int64? = nil,
-        startsWriteback: Bool = false,
         onResponse: (@Sendable (DownloadResponse) -> Void)? = nil
     ) {
         self.url = url
@@ -121,7 +117,6 @@ public struct DownloadRequest: Sendable {
         self.resumeFrom = resumeFrom
         self.validator = validator
         self.maxBytes = maxBytes
-        self.startsWriteback = startsWriteback
         self.onResponse = onResponse
     }
 }

@@ -400,7 +400,7 @@ public struct Pipeline: Sendable {
         let throttle = ProgressThrottle(interval: options.progressInterval)
         let request = DownloadRequest(
             url: job.url, destination: staging, resumeFrom: resumeFrom, validator: validator,
-            maxBytes: options.policy.maxSize, startsWriteback: sink.flushesFiles,
+            maxBytes: options.policy.maxSize,
             onResponse: { head in
                 answer.set(head)
                 ledger?.responded(job.key, validator: head.validator, expectedBytes: head.expectedSize)

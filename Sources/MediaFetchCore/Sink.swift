@@ -29,10 +29,6 @@ public protocol Sink: Sendable {
     /// ``finish()`` makes the run's files durable. Default: true.
     var commitsEachStore: Bool { get }
 
-    /// True when ``store(_:as:)`` flushes each file to disk: transports then start writing a finished
-    /// download's pages out at once, so the flush finds most of the work done. Default: false.
-    var flushesFiles: Bool { get }
-
     /// Decides where an asset will be stored.
     /// - Throws: ``SinkError`` when no safe name can be made.
     func plan(_ item: MediaItem, asset: AssetKind) async throws -> StoragePlan
@@ -61,8 +57,6 @@ extension Sink {
     public var commitsEachStore: Bool { true }
 
     public var needsDigests: Bool { false }
-
-    public var flushesFiles: Bool { false }
 
     public func keep(_ plan: StoragePlan, stored record: StoredRecord) async throws -> Bool { false }
 

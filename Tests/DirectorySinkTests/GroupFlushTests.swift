@@ -70,18 +70,68 @@ struct GroupFlushTests {
         #expect(fake.calls.withLock { $0 } == 2)
     }
 
-    @Test func aFailedFlushIsAnErrorNamingTheFolder() async throws {
+    @Test func aFailedFlushFailsEveryLaterBarrierWithoutFlushingAgain() async throws {
         let fixture = try Fixture()
-        let folder = fixture.base
         let fake = FakeFlush(failingWith: EIO)
-        let group = try GroupFlush(root: folder, flush: { fake($0) })
+        let group = try GroupFlush(root: fixture.base, flush: { fake($0) })
         defer { group.close() }
+        for _ in 0..<3 {
+            await #expect {
+                try await group.barrier()
+            } throws: { error in
+                String(describing: error).contains("Input/output error")
+            }
+        }
+        // Once the disk said no, nothing is flushed (or trusted) again.
+        #expect(fake.calls.withLock { $0 } == 1)
+    }
+
+    // MARK: - Through the directory sink
+
+    @Test func aSyncedStoreFlushesBeforeAndAfterItsRename() async throws {
+        let fixture = try Fixture()
+        let fake = FakeFlush()
+        let sink = DirectorySink(
+            root: fixture.root, layout: try LayoutTemplate("{title}.{ext}"), sync: true, flushCall: { fake($0) })
+        let plan = try await sink.plan(song("1", title: "One"), asset: .preview)
+        _ = try await sink.store(try fixture.staged(Data("one".utf8)), as: plan)
+        #expect(fake.calls.withLock { $0 } == 2)
+        #expect(try fixture.tree(fixture.root) == ["One.m4a": Data("one".utf8)])
+    }
+
+    @Test func aFailedFlushFailsTheStoreNamingItAndKeepsTheOldFile() async throws {
+        let fixture = try Fixture()
+        let fake = FakeFlush(failingWith: EIO)
+        let sink = DirectorySink(
+            root: fixture.root, layout: try LayoutTemplate("{title}.{ext}"), sync: true, flushCall: { fake($0) })
+        try FileManager.default.createDirectory(at: fixture.root, withIntermediateDirectories: true)
+        try Data("old".utf8).write(to: fixture.root.appendingPathComponent("One.m4a"))
+        let plan = try await sink.plan(song("1", title: "One"), asset: .preview)
         await #expect {
-            try await group.barrier()
+            _ = try await sink.store(try fixture.staged(Data("new".utf8)), as: plan)
         } throws: { error in
             let text = String(describing: error)
-            return text.contains(folder.path) && text.contains("Input/output error")
+            return text.contains("One.m4a") && text.contains("could not be flushed")
+                && text.contains("Input/output error")
         }
+        #expect(try Data(contentsOf: fixture.root.appendingPathComponent("One.m4a")) == Data("old".utf8))
+    }
+
+    @Test(.enabled(if: crossDeviceStage() != nil, "needs /dev/shm on another filesystem"))
+    func aFileFromAnotherFilesystemIsFlushedOnItsOwn() async throws {
+        guard let otherDevice = crossDeviceStage() else { return }
+        let fixture = try Fixture()
+        let stage = otherDevice.appendingPathComponent("mediafetch-flush-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: stage, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: stage) }
+        let fake = FakeFlush()
+        let sink = DirectorySink(
+            root: fixture.root, layout: try LayoutTemplate("{title}.{ext}"), sync: true, flushCall: { fake($0) })
+        let plan = try await sink.plan(song("1", title: "One"), asset: .preview)
+        _ = try await sink.store(try fixture.staged(Data("one".utf8), in: stage), as: plan)
+        // The copy and its folder were fsynced; the group flush of the root's filesystem was not asked.
+        #expect(fake.calls.withLock { $0 } == 0)
+        #expect(try fixture.tree(fixture.root) == ["One.m4a": Data("one".utf8)])
     }
 
     @Test func aBarrierAfterCloseIsRefused() async throws {
