@@ -99,16 +99,27 @@ public struct DownloadPolicy: Sendable, Hashable {
     public func accepts(contentType: String?, for asset: AssetKind) -> Bool {
         let patterns = asset == .preview ? previewTypes : artworkTypes
         guard !patterns.isEmpty, let contentType else { return true }
-        // The media type before any parameters, without spaces or tabs around it, lowercased.
-        let head = contentType.utf8.prefix { $0 != UInt8(ascii: ";") }
-        let blank: (UInt8) -> Bool = { $0 == 0x20 || $0 == 0x09 }
-        let type = String(decoding: head.drop(while: blank).reversed().drop(while: blank).reversed(), as: UTF8.self)
-            .lowercased()
+        let type = Self.mediaType(contentType)
         return patterns.contains { pattern in
             let pattern = pattern.lowercased()
             if pattern.hasSuffix("/*") { return type.hasPrefix(pattern.dropLast()) }
             return type == pattern
         }
+    }
+
+    /// The media type of a Content-Type value: the first non-empty field before a `;`, trimmed, lowercased.
+    /// ASCII (every real header) is handled on bytes; Foundation's trimming showed in many-file profiles.
+    static func mediaType(_ contentType: String) -> String {
+        guard contentType.utf8.allSatisfy({ $0 < 0x80 }) else { return mediaTypeByFoundation(contentType) }
+        let blank: (UInt8) -> Bool = { $0 == 0x20 || $0 == 0x09 }
+        guard let head = contentType.utf8.split(separator: UInt8(ascii: ";")).first else { return "" }
+        return String(decoding: head.drop(while: blank).reversed().drop(while: blank).reversed(), as: UTF8.self)
+            .lowercased()
+    }
+
+    /// The media type as Foundation trims it, for any text (tests compare the two).
+    static func mediaTypeByFoundation(_ contentType: String) -> String {
+        contentType.split(separator: ";").first.map { $0.trimmingCharacters(in: .whitespaces).lowercased() } ?? ""
     }
 
     /// Whether an error is worth another attempt.

@@ -473,12 +473,14 @@ public struct Pipeline: Sendable {
     static func shard(ofStagingName name: String) -> String? {
         guard name.hasSuffix(".part"), let dash = name.lastIndex(of: "-") else { return nil }
         let hash = name[name.index(after: dash)...].prefix { $0 != "." }
-        guard let digit = hash.last, digit.isHexDigit else { return nil }
+        // Only what stableHash writes (0-9, a-f): any other file is not ours to move.
+        guard let digit = hash.last, digit.isASCII, digit.isNumber || ("a"..."f").contains(digit) else { return nil }
         return String(digit)
     }
 
     /// Every staging subfolder, created when missing; partial files an earlier version kept directly in
-    /// the staging folder move into theirs, so their bytes still resume.
+    /// the staging folder move into theirs, so their bytes still resume. One that cannot be moved stays
+    /// where it is (its download starts over): a stray file is no reason to stop a run.
     static func prepareStaging(_ staging: URL) throws {
         let files = FileManager.default
         for digit in "0123456789abcdef" {
@@ -489,10 +491,7 @@ public struct Pipeline: Sendable {
             guard let shard = shard(ofStagingName: name) else { continue }
             let from = staging.appendingPathComponent(name)
             let to = staging.appendingPathComponent(shard).appendingPathComponent(name)
-            if rename(from.path, to.path) != 0 {
-                throw PipelineError(
-                    "cannot move \(from.path) to \(to.path): \(String(cString: strerror(errno)))")
-            }
+            _ = rename(from.path, to.path)
         }
     }
 

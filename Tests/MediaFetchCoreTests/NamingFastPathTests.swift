@@ -34,6 +34,36 @@ struct NamingFastPathTests {
         }
     }
 
+    @Test func mediaTypesOnBytesMatchFoundationsTrimming() {
+        var random = SplitMix64(seed: 11)
+        let alphabet = Array("aZ/+-.;; \t\t=x".utf8)
+        for _ in 0..<5_000 {
+            let length = Int.random(in: 0...24, using: &random)
+            let text = String(
+                decoding: (0..<length).map { _ in alphabet.randomElement(using: &random)! }, as: UTF8.self)
+            #expect(DownloadPolicy.mediaType(text) == DownloadPolicy.mediaTypeByFoundation(text), "\(Array(text.utf8))")
+        }
+    }
+
+    /// The device-name rule before its length guard.
+    static func isDeviceNameWithoutGuard(_ name: String) -> Bool {
+        let base = name.split(separator: ".", maxSplits: 1, omittingEmptySubsequences: false).first ?? ""
+        let trimmed = base.reversed().drop { $0 == " " }.reversed()
+        return SafeName.deviceNames.contains(String(trimmed).uppercased())
+    }
+
+    @Test func theDeviceNameGuardChangesNoAnswer() {
+        var random = SplitMix64(seed: 13)
+        let pieces = [
+            "con", "CON", "Com1", "lpt¹", "aux", "nul", "conin$", "CONOUT$", " ", "  ", ".", ".txt", "ı", "x", "ß",
+        ]
+        for _ in 0..<5_000 {
+            let text = (0..<Int.random(in: 1...5, using: &random)).map { _ in pieces.randomElement(using: &random)! }
+                .joined()
+            #expect(SafeName.isDeviceName(text) == Self.isDeviceNameWithoutGuard(text), "\(text)")
+        }
+    }
+
     @Test func stagingNamesKeepTheirFormOnBothPaths() {
         // ASCII goes the byte path; the same letters with an accent go the Character path and keep only
         // the ASCII letters and digits.

@@ -46,19 +46,4 @@ struct SlotsTests {
         slots.release()
         #expect(slots.available == 1)
     }
-
-    @Test func partialFilesOfAnEarlierLayoutMoveIntoTheirSubfolder() throws {
-        let staging = FileManager.default.temporaryDirectory.appendingPathComponent("staging-\(UUID().uuidString)")
-        defer { try? FileManager.default.removeItem(at: staging) }
-        try FileManager.default.createDirectory(at: staging, withIntermediateDirectories: true)
-        let name = Pipeline.stagingName(source: "itunes", itemID: "1440857781", asset: .preview)
-        try Data("kept bytes".utf8).write(to: staging.appendingPathComponent(name))
-
-        try Pipeline.prepareStaging(staging)
-
-        let file = Pipeline.stagingFile(in: staging, source: "itunes", itemID: "1440857781", asset: .preview)
-        #expect(file.deletingLastPathComponent().deletingLastPathComponent().path == staging.path)
-        #expect(try Data(contentsOf: file) == Data("kept bytes".utf8))
-        #expect(Pipeline.partialFiles(in: staging) == [file])
-    }
 }

@@ -1,0 +1,52 @@
+import Foundation
+import MediaFetchTesting
+import Testing
+
+@testable import MediaFetchCore
+
+@Suite("Staging folder")
+struct StagingTests {
+    static func folder() throws -> URL {
+        let staging = FileManager.default.temporaryDirectory.appendingPathComponent("staging-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: staging, withIntermediateDirectories: true)
+        return staging
+    }
+
+    @Test func partialFilesOfAnEarlierLayoutMoveIntoTheirSubfolder() throws {
+        let staging = try Self.folder()
+        defer { try? FileManager.default.removeItem(at: staging) }
+        let name = Pipeline.stagingName(source: "itunes", itemID: "1440857781", asset: .preview)
+        try Data("kept bytes".utf8).write(to: staging.appendingPathComponent(name))
+
+        try Pipeline.prepareStaging(staging)
+
+        let file = Pipeline.stagingFile(in: staging, source: "itunes", itemID: "1440857781", asset: .preview)
+        #expect(file.deletingLastPathComponent().deletingLastPathComponent().path == staging.path)
+        #expect(try Data(contentsOf: file) == Data("kept bytes".utf8))
+        #expect(Pipeline.partialFiles(in: staging) == [file])
+    }
+
+    @Test func strayFilesStayWhereTheyAreAndStopNothing() throws {
+        let staging = try Self.folder()
+        defer { try? FileManager.default.removeItem(at: staging) }
+        // Not a name stableHash writes (an uppercase digit), and a file that is no partial at all.
+        try Data().write(to: staging.appendingPathComponent("x-A.preview.part"))
+        try Data().write(to: staging.appendingPathComponent("README"))
+        try Pipeline.prepareStaging(staging)
+        #expect(FileManager.default.fileExists(atPath: staging.appendingPathComponent("x-A.preview.part").path))
+        #expect(FileManager.default.fileExists(atPath: staging.appendingPathComponent("README").path))
+    }
+
+    /// The byte path of stagingName must keep exactly the letters and digits the Character path keeps.
+    @Test func asciiStagingNamesKeepWhatTheCharacterRuleKeeps() {
+        var random = SplitMix64(seed: 7)
+        for _ in 0..<2_000 {
+            let length = Int.random(in: 0...60, using: &random)
+            let id = String(
+                decoding: (0..<length).map { _ in UInt8.random(in: 0...0x7F, using: &random) }, as: UTF8.self)
+            let expected = String(id.filter { $0.isASCII && ($0.isLetter || $0.isNumber) }.prefix(40))
+            let name = Pipeline.stagingName(source: "s", itemID: id, asset: .preview)
+            #expect(name.hasPrefix(expected + "-"), "\(Array(id.utf8))")
+        }
+    }
+}
