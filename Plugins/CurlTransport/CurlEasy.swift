@@ -61,6 +61,12 @@ final class CurlEasy {
         try check(mf_easy_setopt_write_function(handle, callback), "CURLOPT_WRITEFUNCTION")
     }
 
+    /// Lets a transfer paused by its write callback go on; libcurl may call the callback again before this
+    /// returns. A failure here ends the transfer with libcurl's own error, so it is not thrown.
+    func unpause() {
+        _ = curl_easy_pause(handle, CURLPAUSE_CONT)
+    }
+
     func setHeaderFunction(_ callback: curl_write_callback) throws(TransportError) {
         try check(mf_easy_setopt_header_function(handle, callback), "CURLOPT_HEADERFUNCTION")
     }

@@ -27,21 +27,29 @@ final class CurlEngine: @unchecked Sendable {
     private let multi: CurlMulti
     private let inbox = Mutex(Inbox())
     private let running = Atomic(0)
+    /// Connections this engine may open: what its load is measured against.
+    let capacity: Int
 
     init(maxConnections: Int, maxPerHost: Int, name: String = "mediafetch.curl") throws(TransportError) {
         multi = try CurlMulti(maxConnections: maxConnections, maxPerHost: maxPerHost)
+        capacity = max(1, maxConnections)
         // The thread holds the engine until it ends, so the multi handle outlives every call libcurl makes.
         let thread = Thread { [self] in run() }
         thread.name = name
         thread.start()
     }
 
-    /// Transfers handed to ``perform(_:)`` and not yet ended: how busy this engine is.
-    var load: Int { running.load(ordering: .relaxed) }
+    /// Transfers reserved for this engine and not yet ended, as a share of its connections.
+    var load: Double { Double(running.load(ordering: .relaxed)) / Double(capacity) }
 
-    /// Runs a transfer to its end. Cancelling the calling task removes this transfer only.
-    func perform(_ transfer: CurlTransfer) async throws {
+    /// Counts a transfer that ``perform(_:)`` will run; the caller picks an engine and reserves it in one step.
+    func reserve() {
         running.add(1, ordering: .relaxed)
+    }
+
+    /// Runs a transfer reserved with ``reserve()`` to its end. Cancelling the calling task removes this
+    /// transfer only.
+    func perform(_ transfer: CurlTransfer) async throws {
         defer { running.subtract(1, ordering: .relaxed) }
         try await withTaskCancellationHandler {
             try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Void, any Error>) in
@@ -89,6 +97,14 @@ final class CurlEngine: @unchecked Sendable {
 
     // MARK: The engine thread
 
+    /// How long a poll may wait: a second, or until the earliest paused transfer may go on (at least 1 ms).
+    static func pollTimeout(until wake: ContinuousClock.Instant?) -> Int32 {
+        guard let wake else { return 1000 }
+        let parts = (wake - .now).components
+        let milliseconds = parts.seconds * 1000 + parts.attoseconds / 1_000_000_000_000_000 + 1
+        return Int32(clamping: max(1, min(1000, milliseconds)))
+    }
+
     private func run() {
         // Running transfers by their easy handle: the key libcurl hands back when one finishes.
         var active: [UnsafeMutableRawPointer: CurlTransfer] = [:]
@@ -116,6 +132,13 @@ final class CurlEngine: @unchecked Sendable {
                 }
             }
             if stopping { break }
+            // Transfers the rate limit paused go on when their time has come.
+            let now = ContinuousClock.now
+            for transfer in active.values {
+                guard let until = transfer.pausedUntil, until <= now else { continue }
+                transfer.pausedUntil = nil
+                transfer.easy.unpause()
+            }
             do {
                 try multi.perform()
                 for (handle, result) in multi.finished() {
@@ -123,7 +146,9 @@ final class CurlEngine: @unchecked Sendable {
                     try? multi.remove(transfer.easy)
                     transfer.complete(result)
                 }
-                try multi.poll(milliseconds: 1000)
+                // Pauses are set while libcurl runs the callbacks: the poll wakes for the earliest to end.
+                let wake = active.values.lazy.compactMap(\.pausedUntil).min()
+                try multi.poll(milliseconds: Self.pollTimeout(until: wake))
             } catch {
                 problem = error
             }

@@ -21,6 +21,10 @@ final class CurlTransfer: @unchecked Sendable {
     let easy: CurlEasy
     let body: Body
     let maxRedirects: Int
+    /// The transport's `max-rate`, which a download's body pays into; nil is unlimited.
+    private let limiter: RateLimiter?
+    /// Set by the write callback when the limiter asked the transfer to wait: the engine unpauses it then.
+    var pausedUntil: ContinuousClock.Instant?
     /// Kept alive here because libcurl reads the list until the transfer is done.
     private let headerList: CurlHeaderList
     var continuation: CheckedContinuation<Void, any Error>?
@@ -39,11 +43,14 @@ final class CurlTransfer: @unchecked Sendable {
     private var started = false
     private var lastProgress: ContinuousClock.Instant?
 
-    init(easy: CurlEasy, headerList: CurlHeaderList, body: Body, maxRedirects: Int) throws(TransportError) {
+    init(
+        easy: CurlEasy, headerList: CurlHeaderList, body: Body, maxRedirects: Int, limiter: RateLimiter? = nil
+    ) throws(TransportError) {
         self.easy = easy
         self.headerList = headerList
         self.body = body
         self.maxRedirects = maxRedirects
+        self.limiter = limiter
         // Unretained: the engine holds the transfer for as long as libcurl may call back.
         let context = Unmanaged.passUnretained(self).toOpaque()
         try easy.set(CURLOPT_HTTPHEADER, pointer: UnsafeMutableRawPointer(headerList.pointer), "CURLOPT_HTTPHEADER")
@@ -59,8 +66,17 @@ final class CurlTransfer: @unchecked Sendable {
         guard let context else { return 0 }
         let transfer = Unmanaged<CurlTransfer>.fromOpaque(context).takeUnretainedValue()
         let bytes = UnsafeRawBufferPointer(start: buffer, count: size * count)
+        switch transfer.receive(body: bytes) {
+        case .taken: return size * count
+        // libcurl keeps the bytes and hands them over again once the engine unpauses the transfer.
+        case .wait: return Int(CURL_WRITEFUNC_PAUSE)
         // Anything but the full count makes libcurl stop the transfer with CURLE_WRITE_ERROR.
-        return transfer.receive(body: bytes) ? size * count : 0
+        case .refused: return 0
+        }
+    }
+
+    private enum Receipt {
+        case taken, wait, refused
     }
 
     private static let onHeader: curl_write_callback = { buffer, size, count, context in
@@ -93,8 +109,16 @@ final class CurlTransfer: @unchecked Sendable {
         return bytes[first...last]
     }
 
-    private func receive(body bytes: UnsafeRawBufferPointer) -> Bool {
-        guard failure == nil, started || start() else { return false }
+    private func receive(body bytes: UnsafeRawBufferPointer) -> Receipt {
+        guard failure == nil, started || start() else { return .refused }
+        if let limiter, let wait = limiter.take(bytes.count) {
+            pausedUntil = .now + wait
+            return .wait
+        }
+        return take(body: bytes) ? .taken : .refused
+    }
+
+    private func take(body bytes: UnsafeRawBufferPointer) -> Bool {
         switch body {
         case .buffer(let limit, _):
             guard data.count + bytes.count <= limit else {

@@ -29,8 +29,8 @@ extension CurlTransport {
                     doc: "How long a transfer may stay below low-speed-limit before it is stopped as timed out."),
                 OptionSpec(
                     "max-rate", .byteSize,
-                    doc: "Bandwidth for all transfers together, in bytes a second (e.g. 5MB); each of the "
-                        + "concurrency slots gets an equal share. Unlimited when left out."),
+                    doc: "Bandwidth for all downloads together, in bytes a second (e.g. 5MB), held to within a "
+                        + "tenth of a second's worth: a download that is ahead pauses. Unlimited when left out."),
                 OptionSpec(
                     "max-redirects", .integer(0...50), default: .integer(10),
                     doc: "Redirects followed at most; only to http and https."),
@@ -50,7 +50,7 @@ extension CurlTransport {
                 OptionSpec(
                     "threads", .integer(1...16), default: .integer(2),
                     doc: "Engine threads moving bytes, each with its own connections and its share of "
-                        + "concurrency and per-host; at most per-host. One thread is what limits curl -Z on a "
+                        + "concurrency and per-host; at most concurrency and per-host. One thread is what limits curl -Z on a "
                         + "fast link; 1 keeps every connection in one pool."),
             ]
         ),

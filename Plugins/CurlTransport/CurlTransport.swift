@@ -1,6 +1,7 @@
 import CCurl
 import Foundation
 import MediaFetchCore
+import Synchronization
 
 /// HTTP through libcurl: a few multi handles for every call of a run, each driven by one thread, so
 /// connections (and HTTP/2 streams over https) are shared between transfers and no thread is spent per
@@ -36,8 +37,7 @@ public final class CurlTransport: Transport {
         public var caFile: String?
         /// Whether HTTP/2 is used when an https server offers it.
         public var http2: Bool
-        /// Bytes a second for all transfers together, shared equally among the `concurrency` slots;
-        /// nil is unlimited.
+        /// Bytes a second for all downloads together (see ``RateLimiter``); nil is unlimited.
         public var maxRate: Int64?
         /// Engine threads (each with its own multi handle and connections); at most `concurrency` and
         /// `perHost`, so that the limits split without rounding up.
@@ -83,12 +83,14 @@ public final class CurlTransport: Transport {
 
     public let configuration: Configuration
     private let engines: [CurlEngine]
+    private let limiter: RateLimiter?
 
     public var maxConcurrentTransfers: Int { configuration.concurrency }
 
     /// - Throws: ``TransportError`` when libcurl cannot set up its multi handle.
     public init(_ configuration: Configuration = Configuration()) throws {
         self.configuration = configuration
+        limiter = configuration.maxRate.map(RateLimiter.init(bytesPerSecond:))
         let count = configuration.threads
         // Engine i gets its share of each limit; the shares add up to the limit exactly.
         let share = { (limit: Int, index: Int) in limit / count + (index < limit % count ? 1 : 0) }
@@ -107,9 +109,16 @@ public final class CurlTransport: Transport {
         for engine in engines { await engine.shutdown() }
     }
 
-    /// The engine with the fewest transfers running.
-    private var engine: CurlEngine {
-        engines.min { $0.load < $1.load } ?? engines[0]
+    private let picking = Mutex(())
+
+    /// The engine with the fewest transfers for its connections, reserved for one more: picking and
+    /// counting in one step, so that transfers started together spread out.
+    private func reserveEngine() -> CurlEngine {
+        picking.withLock { _ in
+            let engine = engines.min { $0.load < $1.load } ?? engines[0]
+            engine.reserve()
+            return engine
+        }
     }
 
     public func send(_ request: HTTPRequest) async throws -> HTTPResponse {
@@ -127,7 +136,7 @@ public final class CurlTransport: Transport {
             easy: easy, headerList: try CurlHeaderList(headers, url: request.url),
             body: .buffer(limit: request.maxBodyBytes, head: request.method == .head),
             maxRedirects: configuration.maxRedirects)
-        try await engine.perform(transfer)
+        try await reserveEngine().perform(transfer)
         return HTTPResponse(
             status: transfer.status, headers: transfer.headers,
             url: easy.effectiveURL ?? request.url, body: transfer.data)
@@ -149,8 +158,8 @@ public final class CurlTransport: Transport {
         }
         let transfer = try CurlTransfer(
             easy: easy, headerList: try CurlHeaderList(headers, url: request.url),
-            body: .file(request, progress: progress), maxRedirects: configuration.maxRedirects)
-        try await engine.perform(transfer)
+            body: .file(request, progress: progress), maxRedirects: configuration.maxRedirects, limiter: limiter)
+        try await reserveEngine().perform(transfer)
         let written = transfer.file?.written ?? 0
         let base = transfer.file?.base ?? 0
         return DownloadResult(
@@ -184,11 +193,6 @@ public final class CurlTransport: Transport {
             try easy.set(
                 CURLOPT_LOW_SPEED_TIME, max(1, Int(configuration.lowSpeedTime.seconds.rounded(.up))),
                 "CURLOPT_LOW_SPEED_TIME")
-        }
-        if let maxRate = configuration.maxRate {
-            // libcurl limits each transfer; a slot's share keeps the run under the total.
-            let share = max(1, maxRate / Int64(max(1, configuration.concurrency)))
-            try easy.set(CURLOPT_MAX_RECV_SPEED_LARGE, offset: share, "CURLOPT_MAX_RECV_SPEED_LARGE")
         }
         try easy.set(CURLOPT_USERAGENT, configuration.userAgent, "CURLOPT_USERAGENT")
         // An empty proxy turns off the proxy environment variables too: where bytes go is the config's call.

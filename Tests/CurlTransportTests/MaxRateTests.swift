@@ -20,4 +20,36 @@ struct MaxRateTests {
         #expect(result.fileSize == 1_500_000)
         await transport.shutdown()
     }
+
+    /// The limit is for all downloads together, across both engine threads: four 500 KB files at 2 MB/s in
+    /// all cannot arrive in under (2 MB - one burst of 200 KB) / 2 MB/s = 0.9 s.
+    @Test(.timeLimit(.minutes(1)))
+    func maxRateHoldsForAllDownloadsTogether() async throws {
+        let server = try MockCatalogServer()
+        for index in 0..<4 { server.addFile(path: "/rate\(index).bin", size: 500_000, seed: UInt64(index)) }
+        let transport = try CurlTransport(.init(concurrency: 4, maxRate: 2_000_000))
+        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("rate-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: folder) }
+        let start = ContinuousClock.now
+        let sizes = try await withThrowingTaskGroup(of: Int64.self) { group in
+            for index in 0..<4 {
+                group.addTask {
+                    try await transport.download(
+                        DownloadRequest(
+                            url: server.url(path: "/rate\(index).bin"),
+                            destination: folder.appendingPathComponent("\(index)"))
+                    ) { _ in }.fileSize
+                }
+            }
+            return try await group.reduce(into: []) { $0.append($1) }
+        }
+        #expect(ContinuousClock.now - start >= .milliseconds(900))
+        #expect(sizes == [500_000, 500_000, 500_000, 500_000])
+        for index in 0..<4 {
+            let bytes = try Data(contentsOf: folder.appendingPathComponent("\(index)"))
+            #expect(bytes == Data(server.contentBytes(path: "/rate\(index).bin") ?? []))
+        }
+        await transport.shutdown()
+    }
 }
