@@ -35,3 +35,44 @@ func transportError<T>(_ body: () async throws -> T) async -> TransportError? {
         return error as? TransportError
     }
 }
+
+/// How a program run by ``runProgram(_:_:environment:timeout:)`` ended.
+struct ProgramOutcome {
+    var status: Int32
+    /// Its standard output and standard error, interleaved.
+    var output: String
+}
+
+/// Runs a program to its end, waiting at most `timeout`. The output goes to a file, not a pipe, so a chatty
+/// program cannot fill the pipe and stall.
+/// - Throws: ``ServerError`` when it cannot start or does not end in time (it is killed then).
+func runProgram(
+    _ executable: URL, _ arguments: [String], environment: [String: String]? = nil,
+    timeout: Duration = .seconds(60)
+) async throws -> ProgramOutcome {
+    let log = FileManager.default.temporaryDirectory.appendingPathComponent("program-\(UUID().uuidString).log")
+    guard FileManager.default.createFile(atPath: log.path, contents: nil) else {
+        throw ServerError("cannot create \(log.path)")
+    }
+    defer { try? FileManager.default.removeItem(at: log) }
+    let output = try FileHandle(forWritingTo: log)
+    defer { try? output.close() }
+    let process = Process()
+    process.executableURL = executable
+    process.arguments = arguments
+    if let environment { process.environment = environment }
+    process.standardOutput = output
+    process.standardError = output
+    try process.run()
+    let deadline = ContinuousClock.now + timeout
+    while process.isRunning {
+        guard ContinuousClock.now < deadline else {
+            process.terminate()
+            process.waitUntilExit()
+            throw ServerError("\(executable.lastPathComponent) did not finish within \(timeout)")
+        }
+        try await Task.sleep(for: .milliseconds(10))
+    }
+    let text = (try? String(contentsOf: log, encoding: .utf8)) ?? ""
+    return ProgramOutcome(status: process.terminationStatus, output: text)
+}
