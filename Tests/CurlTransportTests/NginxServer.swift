@@ -9,33 +9,64 @@ import Foundation
 /// Everything nginx writes (pid, logs, temp files) stays in its own temp directory, so it runs as any user.
 /// The access log records `$connection $connection_requests $status $request_uri` per request, for tests of
 /// connection reuse.
+///
+/// Another server on its own port, when asked for, shares the document root:
+/// * `tls`: https with a certificate from a throwaway ``TLSFixture`` authority, HTTP/2 offered; ``tlsLog``
+///   records `$connection $server_protocol $msec $request_time $status $request_uri`.
 final class NginxServer {
     let directory: URL
     let documentRoot: URL
     let accessLog: URL
+    let tlsLog: URL
     let port: Int
+    /// Set when started with `tls`.
+    let tls: TLSFixture?
+    let tlsPort: Int?
     private let process: Process
 
     var baseURL: URL { URL(string: "http://127.0.0.1:\(port)")! }
+    var httpsBaseURL: URL { URL(string: "https://127.0.0.1:\(tlsPort!)")! }
 
     /// Starts nginx and returns once it accepts connections; runs `body`; stops nginx whatever happens.
-    static func with<T>(_ body: (NginxServer) async throws -> T) async throws -> T {
-        let server = try NginxServer()
+    static func with<T>(tls: Bool = false, _ body: (NginxServer) async throws -> T) async throws -> T {
+        let server = try await NginxServer(tls: tls)
         defer { server.stop() }
         return try await body(server)
     }
 
-    private init() throws {
+    private init(tls withTLS: Bool) async throws {
         directory = FileManager.default.temporaryDirectory
             .appendingPathComponent("curl-nginx-\(UUID().uuidString)", isDirectory: true)
         documentRoot = directory.appendingPathComponent("www", isDirectory: true)
         accessLog = directory.appendingPathComponent("access.log")
+        tlsLog = directory.appendingPathComponent("tls.log")
         for sub in ["www/files", "www/slow", "tmp"] {
             try FileManager.default.createDirectory(
                 at: directory.appendingPathComponent(sub), withIntermediateDirectories: true)
         }
         port = try Self.freePort()
+        do {
+            tls = withTLS ? try await TLSFixture(in: directory) : nil
+        } catch {
+            try? FileManager.default.removeItem(at: directory)
+            throw error
+        }
+        tlsPort = withTLS ? try Self.freePort() : nil
         let root = directory.path
+        // nginx 1.22 turns HTTP/2 on in `listen`; the `http2 on;` directive only came in 1.25.1.
+        let tlsServer =
+            if let tls, let tlsPort {
+                """
+                server {
+                    listen 127.0.0.1:\(tlsPort) ssl http2;
+                    ssl_certificate \(tls.certificateFile.path);
+                    ssl_certificate_key \(tls.keyFile.path);
+                    access_log \(root)/tls.log protocol;
+                    root \(root)/www;
+                    location /slow/ { limit_rate 64k; }
+                }
+                """
+            } else { "" }
         let config = """
             daemon off;
             master_process off;
@@ -45,6 +76,7 @@ final class NginxServer {
             events { worker_connections 1024; }
             http {
                 log_format reuse '$connection $connection_requests $status $request_uri';
+                log_format protocol '$connection $server_protocol $msec $request_time $status $request_uri';
                 access_log \(root)/access.log reuse;
                 client_body_temp_path \(root)/tmp/body;
                 proxy_temp_path \(root)/tmp/proxy;
@@ -65,6 +97,7 @@ final class NginxServer {
                     location = /redirect-file { return 302 file:///etc/passwd; }
                     location = /redirect-loop { return 302 /redirect-loop; }
                 }
+            \(tlsServer)
             }
             """
         let configFile = directory.appendingPathComponent("nginx.conf")
@@ -98,9 +131,14 @@ final class NginxServer {
     /// The access log's lines, waiting (up to a deadline) until there are at least `count`: nginx writes a
     /// line when it finishes a request, which can be a moment after the client has the last byte.
     func accessLogLines(atLeast count: Int) throws -> [String] {
+        try logLines(accessLog, atLeast: count)
+    }
+
+    /// A log's lines (``accessLog`` or ``tlsLog``), waiting as ``accessLogLines(atLeast:)`` does.
+    func logLines(_ log: URL, atLeast count: Int) throws -> [String] {
         let deadline = ContinuousClock.now + .seconds(5)
         while true {
-            let text = (try? String(contentsOf: accessLog, encoding: .utf8)) ?? ""
+            let text = (try? String(contentsOf: log, encoding: .utf8)) ?? ""
             let lines = text.split(separator: "\n").map(String.init)
             if lines.count >= count || ContinuousClock.now > deadline { return lines }
             usleep(5_000)
@@ -111,7 +149,7 @@ final class NginxServer {
         let deadline = ContinuousClock.now + .seconds(10)
         while ContinuousClock.now < deadline {
             guard process.isRunning else { break }
-            if Self.canConnect(port: port) { return }
+            if [port, tlsPort].compactMap({ $0 }).allSatisfy(Self.canConnect) { return }
             usleep(10_000)
         }
         let log = (try? String(contentsOf: directory.appendingPathComponent("error.log"), encoding: .utf8)) ?? ""

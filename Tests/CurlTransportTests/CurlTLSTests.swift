@@ -1,0 +1,157 @@
+import CurlTransport
+import Foundation
+import MediaFetchCore
+import Testing
+
+/// The `ca-file` and `http2` options, against nginx serving https with a certificate from a throwaway authority.
+@Suite("CurlTransport over https with a private certificate authority")
+struct CurlTLSTests {
+    @Test func trustsTheServerWhenGivenItsAuthorityAsCAFile() async throws {
+        try await NginxServer.with(tls: true) { server in
+            let tls = try #require(server.tls)
+            let content = randomBytes(700_000, seed: 21)
+            try server.serve(content, at: "files/a.bin")
+            let transport = try CurlTransport(.init(caFile: tls.caFile.path))
+            try await withTemporaryDirectory { directory in
+                let destination = directory.appendingPathComponent("a.bin")
+                let url = server.httpsBaseURL.appendingPathComponent("files/a.bin")
+                let result = try await transport.download(DownloadRequest(url: url, destination: destination)) { _ in }
+                #expect(result.status == 200)
+                #expect(result.bytesWritten == Int64(content.count))
+                #expect(try Data(contentsOf: destination) == content)
+            }
+            await transport.shutdown()
+        }
+    }
+
+    @Test func refusesTheServerWithoutCAFileAndStoresNothing() async throws {
+        try await NginxServer.with(tls: true) { server in
+            try server.serve(randomBytes(10_000, seed: 22), at: "files/a.bin")
+            let transport = try CurlTransport()
+            try await withTemporaryDirectory { directory in
+                let destination = directory.appendingPathComponent("a.bin")
+                let url = server.httpsBaseURL.appendingPathComponent("files/a.bin")
+                let error = await transportError {
+                    try await transport.download(DownloadRequest(url: url, destination: destination)) { _ in }
+                }
+                #expect(error?.code == .connectionFailed)
+                // libcurl's words: "SSL certificate problem: unable to get local issuer certificate".
+                #expect(error?.description.contains("certificate problem") == true, "\(String(describing: error))")
+                #expect(!FileManager.default.fileExists(atPath: destination.path))
+            }
+            // The handshake failed, so nginx never saw a request.
+            #expect(try server.logLines(server.tlsLog, atLeast: 0).isEmpty)
+            await transport.shutdown()
+        }
+    }
+
+    @Test func aMissingCAFileIsAnErrorThatNamesIt() async throws {
+        try await NginxServer.with(tls: true) { server in
+            try server.serve(randomBytes(10_000, seed: 23), at: "files/a.bin")
+            let missing = server.directory.appendingPathComponent("no-such-ca.pem").path
+            let transport = try CurlTransport(.init(caFile: missing))
+            let url = server.httpsBaseURL.appendingPathComponent("files/a.bin")
+            let error = await transportError { try await transport.send(HTTPRequest(url: url)) }
+            #expect(error?.code == .connectionFailed)
+            #expect(error?.description.contains(missing) == true, "\(String(describing: error))")
+            await transport.shutdown()
+        }
+    }
+
+    @Test(arguments: [(true, "HTTP/2.0"), (false, "HTTP/1.1")])
+    func speaksTheHTTPVersionTheHTTP2OptionAsksFor(http2: Bool, expected: String) async throws {
+        try await NginxServer.with(tls: true) { server in
+            let tls = try #require(server.tls)
+            let content = randomBytes(200_000, seed: 24)
+            try server.serve(content, at: "files/a.bin")
+            let transport = try CurlTransport(.init(caFile: tls.caFile.path, http2: http2))
+            try await withTemporaryDirectory { directory in
+                let destination = directory.appendingPathComponent("a.bin")
+                let url = server.httpsBaseURL.appendingPathComponent("files/a.bin")
+                _ = try await transport.download(DownloadRequest(url: url, destination: destination)) { _ in }
+                #expect(try Data(contentsOf: destination) == content)
+            }
+            let lines = try server.logLines(server.tlsLog, atLeast: 1).map(TLSLogLine.init)
+            #expect(lines.map(\.protocolName) == [expected])
+            await transport.shutdown()
+        }
+    }
+
+    /// Over HTTP/2 downloads running at once are streams of one connection; over HTTP/1.1 each needs its own.
+    ///
+    /// One engine thread, so one connection cache. A first download comes before the concurrent ones: libcurl
+    /// multiplexes onto a connection only once it knows the server speaks HTTP/2 (the transport does not set
+    /// `CURLOPT_PIPEWAIT`), so transfers started before any handshake has finished would each open their own.
+    @Test(arguments: [true, false])
+    func concurrentDownloadsShareAConnectionOnlyOverHTTP2(http2: Bool) async throws {
+        try await NginxServer.with(tls: true) { server in
+            let tls = try #require(server.tls)
+            let transport = try CurlTransport(.init(concurrency: 8, caFile: tls.caFile.path, http2: http2, threads: 1))
+            // The server sends 64 KiB at once and then 64 KiB a second: each of these takes about a second,
+            // long enough that all of them are in flight together.
+            let contents = (0..<6).map { randomBytes(130_000, seed: 30 + UInt64($0)) }
+            let urls = try contents.indices.map { index in
+                try server.serve(contents[index], at: "slow/\(index).bin")
+                return server.httpsBaseURL.appendingPathComponent("slow/\(index).bin")
+            }
+            try server.serve(randomBytes(1000, seed: 29), at: "files/first.bin")
+            try await withTemporaryDirectory { directory in
+                _ = try await transport.download(
+                    DownloadRequest(
+                        url: server.httpsBaseURL.appendingPathComponent("files/first.bin"),
+                        destination: directory.appendingPathComponent("first.bin"))
+                ) { _ in }
+                try await withThrowingTaskGroup(of: Void.self) { group in
+                    for index in contents.indices {
+                        group.addTask {
+                            let destination = directory.appendingPathComponent("\(index).bin")
+                            _ = try await transport.download(
+                                DownloadRequest(url: urls[index], destination: destination)
+                            ) { _ in }
+                            #expect(try Data(contentsOf: destination) == contents[index])
+                        }
+                    }
+                    try await group.waitForAll()
+                }
+            }
+            let lines = try server.logLines(server.tlsLog, atLeast: 1 + contents.count).map(TLSLogLine.init)
+            try #require(lines.count == 1 + contents.count)
+            let concurrent = lines.filter { $0.path.hasPrefix("/slow/") }
+            // Every slow download started before any of them ended.
+            let lastStart = try #require(concurrent.map(\.start).max())
+            let firstEnd = try #require(concurrent.map(\.end).min())
+            #expect(lastStart < firstEnd)
+            let connections = Set(concurrent.map(\.connection))
+            if http2 {
+                #expect(lines.allSatisfy { $0.protocolName == "HTTP/2.0" })
+                #expect(connections == [lines[0].connection])
+            } else {
+                #expect(lines.allSatisfy { $0.protocolName == "HTTP/1.1" })
+                #expect(connections.count == contents.count)
+            }
+            await transport.shutdown()
+        }
+    }
+}
+
+/// One line of ``NginxServer/tlsLog``: `$connection $server_protocol $msec $request_time $status $request_uri`.
+private struct TLSLogLine {
+    var connection: String
+    var protocolName: String
+    /// When nginx finished the request, and when it began (seconds, to the millisecond).
+    var end: Double
+    var start: Double
+    var path: String
+
+    init(_ line: String) throws {
+        let fields = line.split(separator: " ").map(String.init)
+        guard fields.count == 6, let end = Double(fields[2]), let duration = Double(fields[3]) else {
+            throw ServerError("not a line of the TLS log: \(line)")
+        }
+        connection = fields[0]
+        protocolName = fields[1]
+        self.end = end
+        start = end - duration
+        path = fields[5]
+    }
+}
