@@ -10,36 +10,45 @@ import Foundation
 /// The access log records `$connection $connection_requests $status $request_uri` per request, for tests of
 /// connection reuse.
 ///
-/// Another server on its own port, when asked for, shares the document root:
+/// Two more servers on their own ports, when asked for, share the document root:
 /// * `tls`: https with a certificate from a throwaway ``TLSFixture`` authority, HTTP/2 offered; ``tlsLog``
 ///   records `$connection $server_protocol $msec $request_time $status $request_uri`.
+/// * `forwardProxy`: a plain-http forward proxy to the main server; ``proxyLog`` records `$status $request`, so a
+///   test sees the request line a client sent to a proxy (`GET http://host:port/path HTTP/1.1`).
 final class NginxServer {
     let directory: URL
     let documentRoot: URL
     let accessLog: URL
     let tlsLog: URL
+    let proxyLog: URL
     let port: Int
     /// Set when started with `tls`.
     let tls: TLSFixture?
     let tlsPort: Int?
+    /// Set when started with `forwardProxy`.
+    let proxyPort: Int?
     private let process: Process
 
     var baseURL: URL { URL(string: "http://127.0.0.1:\(port)")! }
     var httpsBaseURL: URL { URL(string: "https://127.0.0.1:\(tlsPort!)")! }
+    var proxyURL: String { "http://127.0.0.1:\(proxyPort!)" }
 
     /// Starts nginx and returns once it accepts connections; runs `body`; stops nginx whatever happens.
-    static func with<T>(tls: Bool = false, _ body: (NginxServer) async throws -> T) async throws -> T {
-        let server = try await NginxServer(tls: tls)
+    static func with<T>(
+        tls: Bool = false, forwardProxy: Bool = false, _ body: (NginxServer) async throws -> T
+    ) async throws -> T {
+        let server = try await NginxServer(tls: tls, forwardProxy: forwardProxy)
         defer { server.stop() }
         return try await body(server)
     }
 
-    private init(tls withTLS: Bool) async throws {
+    private init(tls withTLS: Bool, forwardProxy: Bool) async throws {
         directory = FileManager.default.temporaryDirectory
             .appendingPathComponent("curl-nginx-\(UUID().uuidString)", isDirectory: true)
         documentRoot = directory.appendingPathComponent("www", isDirectory: true)
         accessLog = directory.appendingPathComponent("access.log")
         tlsLog = directory.appendingPathComponent("tls.log")
+        proxyLog = directory.appendingPathComponent("proxy.log")
         for sub in ["www/files", "www/slow", "tmp"] {
             try FileManager.default.createDirectory(
                 at: directory.appendingPathComponent(sub), withIntermediateDirectories: true)
@@ -52,6 +61,7 @@ final class NginxServer {
             throw error
         }
         tlsPort = withTLS ? try Self.freePort() : nil
+        proxyPort = forwardProxy ? try Self.freePort() : nil
         let root = directory.path
         // nginx 1.22 turns HTTP/2 on in `listen`; the `http2 on;` directive only came in 1.25.1.
         let tlsServer =
@@ -67,6 +77,16 @@ final class NginxServer {
                 }
                 """
             } else { "" }
+        let proxyServer =
+            if let proxyPort {
+                """
+                server {
+                    listen 127.0.0.1:\(proxyPort);
+                    access_log \(root)/proxy.log proxy;
+                    location / { proxy_pass http://127.0.0.1:\(port)$request_uri; }
+                }
+                """
+            } else { "" }
         let config = """
             daemon off;
             master_process off;
@@ -77,6 +97,7 @@ final class NginxServer {
             http {
                 log_format reuse '$connection $connection_requests $status $request_uri';
                 log_format protocol '$connection $server_protocol $msec $request_time $status $request_uri';
+                log_format proxy '$status $request';
                 access_log \(root)/access.log reuse;
                 client_body_temp_path \(root)/tmp/body;
                 proxy_temp_path \(root)/tmp/proxy;
@@ -98,6 +119,7 @@ final class NginxServer {
                     location = /redirect-loop { return 302 /redirect-loop; }
                 }
             \(tlsServer)
+            \(proxyServer)
             }
             """
         let configFile = directory.appendingPathComponent("nginx.conf")
@@ -134,7 +156,7 @@ final class NginxServer {
         try logLines(accessLog, atLeast: count)
     }
 
-    /// A log's lines (``accessLog`` or ``tlsLog``), waiting as ``accessLogLines(atLeast:)`` does.
+    /// A log's lines (``accessLog``, ``tlsLog`` or ``proxyLog``), waiting as ``accessLogLines(atLeast:)`` does.
     func logLines(_ log: URL, atLeast count: Int) throws -> [String] {
         let deadline = ContinuousClock.now + .seconds(5)
         while true {
@@ -149,7 +171,7 @@ final class NginxServer {
         let deadline = ContinuousClock.now + .seconds(10)
         while ContinuousClock.now < deadline {
             guard process.isRunning else { break }
-            if [port, tlsPort].compactMap({ $0 }).allSatisfy(Self.canConnect) { return }
+            if [port, tlsPort, proxyPort].compactMap({ $0 }).allSatisfy(Self.canConnect) { return }
             usleep(10_000)
         }
         let log = (try? String(contentsOf: directory.appendingPathComponent("error.log"), encoding: .utf8)) ?? ""
