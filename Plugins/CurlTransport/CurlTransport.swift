@@ -202,6 +202,11 @@ public final class CurlTransport: Transport {
         try easy.set(
             CURLOPT_HTTP_VERSION, configuration.http2 ? CURL_HTTP_VERSION_2TLS : CURL_HTTP_VERSION_1_1,
             "CURLOPT_HTTP_VERSION")
+        if configuration.http2 && url.scheme?.lowercased() == "https" {
+            // Transfers started together wait for the first handshake to learn whether they can share its
+            // connection, instead of each opening one.
+            try easy.set(CURLOPT_PIPEWAIT, true, "CURLOPT_PIPEWAIT")
+        }
         return easy
     }
 
