@@ -13,11 +13,13 @@
 # SETTLE (seconds, default 0): above 0, each run of a round writes into a folder of its own, and the round's
 # folders are deleted only after the round, followed by a pause of SETTLE seconds. ext4 without a journal
 # passes over inodes deleted in the last 60 s when it allocates one, so with SETTLE=61 no run pays for the
-# deletion of an earlier run's files (it needs N files' worth of disk per tool).
+# deletion of an earlier run's files (it needs N files' worth of disk per tool). The tar rows delete their
+# staged files while they run, so the tool after one of them in a round still follows a deletion.
 set -euo pipefail
 
 N=${N:-2000}
 SETTLE=${SETTLE:-0}
+[[ $SETTLE =~ ^[0-9]+$ ]] || { echo "SETTLE must be a whole number of seconds" >&2; exit 2; }
 RUNS=${RUNS:-3}
 CONCURRENCY=${CONCURRENCY:-16}
 BIG_MIB=${BIG_MIB:-512}
@@ -132,7 +134,12 @@ run_one() {
     cat "$WORK/time.txt"
 }
 
-median() { sort -n | awk '{ v[NR] = $1 } END { if (NR == 0) print "FAIL"; else print v[int((NR + 1) / 2)] }'; }
+# The median of the numbers on stdin; FAIL when there are none or when any run failed (a failed round must
+# not vanish into the median).
+median() {
+    sort -n | awk '$1 == "FAIL" { failed = 1 } { v[NR] = $1 }
+        END { if (NR == 0 || failed) print "FAIL"; else print v[int((NR + 1) / 2)] }'
+}
 
 mediafetch_config() { # LIST TRANSPORT [SYNC] [SINK] -> config path
     local name="$2-${3:-true}-${4:-directory}"
@@ -211,14 +218,15 @@ bench() {
     for round in $(seq "$RUNS"); do
         for tool in "$@"; do
             OUT=$WORK/out
-            [[ $SETTLE == 0 ]] || OUT=$WORK/round-$round/$tool
+            ((SETTLE == 0)) || OUT=$WORK/round-$round/$tool
             local command=()
             mapfile -t command < <(command_for "$tool" "$list")
             read -r wall kb < <(run_one "$tool" "$list" "${command[@]}")
             walls[$tool]+="$wall "
             rss[$tool]+="$kb "
         done
-        if [[ $SETTLE != 0 ]]; then
+        if ((SETTLE > 0)); then
+            # Also after the last round: the next table's first run must not follow this deletion either.
             rm -rf "$WORK/round-$round" && sync && sleep "$SETTLE"
         fi
     done
