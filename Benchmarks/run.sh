@@ -10,16 +10,9 @@
 # default .build/bench-cache), MEDIAFETCH (a prebuilt binary; default: swift build -c release),
 # TOOLS (which rows; default: every row but the tar ones and the one-thread one; add curl-transport-tar
 # curl-transport-tar-zstd tar-cf curl-transport-1thread). Each round runs every tool once, in turn.
-# SETTLE (seconds, default 0): above 0, each run of a round writes into a folder of its own, and the round's
-# folders are deleted only after the round, followed by a pause of SETTLE seconds. ext4 without a journal
-# passes over inodes deleted in the last 60 s when it allocates one, so with SETTLE=61 no run pays for the
-# deletion of an earlier run's files (it needs N files' worth of disk per tool). The tar rows delete their
-# staged files while they run, so the tool after one of them in a round still follows a deletion.
 set -euo pipefail
 
 N=${N:-2000}
-SETTLE=${SETTLE:-0}
-[[ $SETTLE =~ ^[0-9]+$ ]] || { echo "SETTLE must be a whole number of seconds" >&2; exit 2; }
 RUNS=${RUNS:-3}
 CONCURRENCY=${CONCURRENCY:-16}
 BIG_MIB=${BIG_MIB:-512}
@@ -63,6 +56,10 @@ fi
 
 # --- nginx on a free loopback port --------------------------------------------------------------
 WORK=$(mktemp -d /tmp/mediafetch-bench.XXXXXX)
+# Every run writes here, after the previous run's files are deleted. Writing each run into a folder of its
+# own instead (to spare runs ext4's check of recently deleted inodes) made the third run onwards 2-5x slower
+# on this virtual disk: freshly allocated space is slow to write here, space just freed is not.
+OUT=$WORK/out
 NGINX_PID=""
 cleanup() {
     [[ -n "$NGINX_PID" ]] && kill "$NGINX_PID" 2> /dev/null && wait "$NGINX_PID" 2> /dev/null
@@ -215,20 +212,14 @@ bench() {
     local list=$1
     shift
     declare -A walls=() rss=()
-    for round in $(seq "$RUNS"); do
+    for _ in $(seq "$RUNS"); do
         for tool in "$@"; do
-            OUT=$WORK/out
-            ((SETTLE == 0)) || OUT=$WORK/round-$round/$tool
             local command=()
             mapfile -t command < <(command_for "$tool" "$list")
             read -r wall kb < <(run_one "$tool" "$list" "${command[@]}")
             walls[$tool]+="$wall "
             rss[$tool]+="$kb "
         done
-        if ((SETTLE > 0)); then
-            # Also after the last round: the next table's first run must not follow this deletion either.
-            rm -rf "$WORK/round-$round" && sync && sleep "$SETTLE"
-        fi
     done
     for tool in "$@"; do
         local wall peak
