@@ -61,7 +61,7 @@ let package = Package(
         plugin("FoundationTransport"),
         plugin("CurlTransport", dependencies: ["CCurl"]),
         plugin("DirectorySink", dependencies: ["CLinux"]),
-        plugin("ArchiveSink", dependencies: ["CArchive"]),
+        plugin("ArchiveSink", dependencies: ["CArchive", "CLinux"]),
         .target(name: "MediaFetchTesting", dependencies: ["MediaFetchCore"], swiftSettings: strict),
         .target(
             name: "MediaFetchCLI",

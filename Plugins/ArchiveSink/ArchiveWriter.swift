@@ -25,6 +25,11 @@ final class ArchiveWriter {
         self.entry = entry
         try format.configure(handle, check: check)
         try compression.configure(handle, level: level, check: check)
+        if compression == .none {
+            // No 10 KiB records: each chunk goes from our buffer to the file as it is, without a copy into
+            // libarchive's own (the archive then ends with its two zero blocks, not padded to a record).
+            try check(archive_write_set_bytes_per_block(handle, 0), "write without blocking")
+        }
         try check(archive_write_open_fd(handle, descriptor), "open the archive for writing")
     }
 

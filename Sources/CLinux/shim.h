@@ -11,6 +11,12 @@ extern int sync_file_range(int fd, long long offset, long long count, unsigned i
 // glibc's own prototype (unistd.h, _GNU_SOURCE only): flushes the filesystem that holds fd.
 extern int syncfs(int fd);
 
+/// Starts writing a file's dirty pages out and returns without waiting for them (SYNC_FILE_RANGE_WRITE):
+/// a later fsync then finds most of the work done. Returns 0, or -1 with errno.
+static inline int mf_start_write_out(int fd) {
+    return sync_file_range(fd, 0, 0, 2);
+}
+
 /// Writes a file's dirty pages out and waits for them (SYNC_FILE_RANGE_WAIT_BEFORE | WRITE | WAIT_AFTER),
 /// without flushing the disk's cache or the file's metadata. Its use here is the error it returns: a
 /// write-back error on this file that no descriptor opened before has seen. Returns 0, or -1 with errno.
