@@ -71,6 +71,12 @@ struct PipelineTests {
     final class MemorySink: Sink {
         let planned = Mutex<[String]>([])
         let stored = Mutex<[String: Data]>([:])
+        /// Whether each staged file must come with its SHA-256 (the run asked for digests) or without.
+        let expectsDigests: Bool
+
+        init(expectsDigests: Bool = true) {
+            self.expectsDigests = expectsDigests
+        }
 
         func plan(_ item: MediaItem, asset: AssetKind) async throws -> StoragePlan {
             planned.withLock { $0.append(item.id) }
@@ -79,7 +85,7 @@ struct PipelineTests {
 
         func store(_ file: StagedFile, as plan: StoragePlan) async throws -> String {
             let data = try Data(contentsOf: file.url)
-            #expect(file.sha256 == SHA256.hex(of: data))
+            #expect(file.sha256 == (expectsDigests ? SHA256.hex(of: data) : nil))
             try FileManager.default.removeItem(at: file.url)
             stored.withLock { $0[plan.relativePath] = data }
             return plan.relativePath
@@ -110,6 +116,17 @@ struct PipelineTests {
                 concurrency: transport.maxConcurrentTransfers, stagingDirectory: staging,
                 policy: DownloadPolicy(computesDigests: true))
         ).run()
+    }
+
+    @Test func theDefaultPolicyChecksSizesAndTakesNoDigests() async throws {
+        let transport = FakeTransport(concurrency: 4)
+        let sink = MemorySink(expectsDigests: false)
+        let summary = await Pipeline(
+            source: ListSource(outputs: Self.items(20)), transport: transport, sink: sink,
+            options: .init(concurrency: 4, stagingDirectory: Self.staging())
+        ).run()
+        #expect(summary.stored == 20)
+        #expect(sink.stored.withLock { $0["7.bin"] } == Data(repeating: UInt8(ascii: "7"), count: 1007))
     }
 
     @Test(arguments: [1, 3, 16])
