@@ -27,10 +27,6 @@ final class ArchiveSession {
     /// Entry names to copy from the previous archive, with the size `keep` checked.
     private var carried: [String: Int64] = [:]
     private var buffer: UnsafeMutableRawBufferPointer
-    /// Staged files already in the archive, cut to nothing and deleted when the run's archive is closed or
-    /// abandoned: deleting each at once left ext4 (without a journal) skipping ever more recently deleted
-    /// inodes for the next staged files of the same run.
-    private var emptied: [URL] = []
     /// Entry bytes written since the archive's pages were last sent to the disk.
     private var unsent: Int64 = 0
 
@@ -94,18 +90,8 @@ final class ArchiveSession {
             unsent = 0
             _ = mf_start_write_out(output)
         }
-        // The bytes are in the archive stream now: the staged copy's blocks go now, its name at the end.
-        if ftruncate(source, 0) == 0 {
-            emptied.append(file.url)
-        } else {
-            _ = unlink(file.url.path)
-        }
-    }
-
-    /// Deletes the staged files emptied so far.
-    private func removeEmptied() {
-        for url in emptied { _ = unlink(url.path) }
-        emptied = []
+        // The bytes are in the archive stream now; the staged copy is ours to delete.
+        _ = unlink(file.url.path)
     }
 
     /// Whether the previous archive at ``path`` holds a regular entry `name` of `size` bytes; if so it is
@@ -195,7 +181,6 @@ final class ArchiveSession {
             throw SinkError("cannot move the archive into place at \(path.path): \(errorText(code))")
         }
         self.temporary = nil
-        removeEmptied()
         // The rename itself must survive a crash; if this flush fails the archive is complete all the same.
         let directory = open(path.deletingLastPathComponent().path, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
         if directory >= 0 {
@@ -206,7 +191,6 @@ final class ArchiveSession {
 
     /// Drops the temporary archive, leaving ``path`` as it was. Safe to call more than once.
     func abandon() {
-        removeEmptied()
         writer = nil
         if output >= 0 {
             _ = Glibc.close(output)
