@@ -62,9 +62,9 @@ final class CurlEasy {
     }
 
     /// Lets a transfer paused by its write callback go on; libcurl may call the callback again before this
-    /// returns. A failure here ends the transfer with libcurl's own error, so it is not thrown.
-    func unpause() {
-        _ = curl_easy_pause(handle, CURLPAUSE_CONT)
+    /// returns. A code other than `CURLE_OK` means the transfer cannot go on.
+    func unpause() -> CURLcode {
+        curl_easy_pause(handle, CURLPAUSE_CONT)
     }
 
     func setHeaderFunction(_ callback: curl_write_callback) throws(TransportError) {

@@ -134,10 +134,16 @@ final class CurlEngine: @unchecked Sendable {
             if stopping { break }
             // Transfers the rate limit paused go on when their time has come.
             let now = ContinuousClock.now
-            for transfer in active.values {
+            for (handle, transfer) in active {
                 guard let until = transfer.pausedUntil, until <= now else { continue }
                 transfer.pausedUntil = nil
-                transfer.easy.unpause()
+                let code = transfer.easy.unpause()
+                if code != CURLE_OK {
+                    // It cannot go on (a callback may have failed it already): it ends here with that error.
+                    active[handle] = nil
+                    try? multi.remove(transfer.easy)
+                    transfer.complete(code)
+                }
             }
             do {
                 try multi.perform()

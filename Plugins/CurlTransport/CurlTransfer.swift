@@ -25,6 +25,8 @@ final class CurlTransfer: @unchecked Sendable {
     private let limiter: RateLimiter?
     /// Set by the write callback when the limiter asked the transfer to wait: the engine unpauses it then.
     var pausedUntil: ContinuousClock.Instant?
+    /// Bytes of the piece libcurl holds while paused that were paid for already.
+    private var prepaid = 0
     /// Kept alive here because libcurl reads the list until the transfer is done.
     private let headerList: CurlHeaderList
     var continuation: CheckedContinuation<Void, any Error>?
@@ -111,9 +113,15 @@ final class CurlTransfer: @unchecked Sendable {
 
     private func receive(body bytes: UnsafeRawBufferPointer) -> Receipt {
         guard failure == nil, started || start() else { return .refused }
-        if let limiter, let wait = limiter.take(bytes.count) {
-            pausedUntil = .now + wait
-            return .wait
+        if let limiter {
+            // After a pause libcurl hands over the piece it held, which was paid for when it first came.
+            let charge = bytes.count - prepaid
+            prepaid = 0
+            if charge > 0, let wait = limiter.pay(charge) {
+                prepaid = bytes.count
+                pausedUntil = .now + wait
+                return .wait
+            }
         }
         return take(body: bytes) ? .taken : .refused
     }

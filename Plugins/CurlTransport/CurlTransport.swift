@@ -9,7 +9,8 @@ import Synchronization
 ///
 /// One thread receiving and writing every byte is what bounds `curl -Z`: on loopback its single thread
 /// is busy all the time. Two engines (the `threads` option) split that work across two cores; each owns
-/// its share of the connection limits, and a transfer goes to the engine with the fewest running.
+/// its share of the connection limits, and a transfer goes to the engine with the fewest running for its
+/// connections.
 ///
 /// Downloads go straight from libcurl's buffer into the file with `pwrite(2)`; resume uses `Range` with
 /// `If-Range`, and the status is looked at before the first body byte is written, so a refused resume

@@ -6,8 +6,10 @@ import Synchronization
 ///
 /// libcurl's own `CURLOPT_MAX_RECV_SPEED_LARGE` (7.88) let whole files through at full speed on a fast link:
 /// it reads up to a second's worth before it looks at the rate, and the socket buffer holds that much. Here
-/// each piece of body is paid for before it is taken; a transfer that cannot pay is paused
-/// (`CURL_WRITEFUNC_PAUSE`) until it can.
+/// each piece of body is paid for when it arrives. The bucket may go into debt: a transfer whose piece put
+/// it there is paused (`CURL_WRITEFUNC_PAUSE`) until the debt is repaid, and takes that piece, already paid
+/// for, when it goes on. Whoever pays later waits longer, so paused transfers take turns instead of the
+/// first one woken taking every refill.
 final class RateLimiter: Sendable {
     private struct Bucket {
         var tokens: Double
@@ -17,7 +19,7 @@ final class RateLimiter: Sendable {
     /// Bytes a second.
     let rate: Double
     /// The most that may arrive at once after a quiet spell: a tenth of a second's worth, and at least two of
-    /// libcurl's pieces (16 KiB each), so that any piece can be paid for.
+    /// libcurl's pieces (16 KiB each).
     let burst: Double
     private let bucket: Mutex<Bucket>
 
@@ -27,19 +29,15 @@ final class RateLimiter: Sendable {
         bucket = Mutex(Bucket(tokens: burst, refilled: .now))
     }
 
-    /// Pays for `count` bytes: nil when they may be taken now, or how long to wait before asking again.
-    func take(_ count: Int) -> Duration? {
+    /// Pays for `count` bytes: nil when the bucket covered them, or how long until the debt they left is repaid.
+    func pay(_ count: Int) -> Duration? {
         let now = ContinuousClock.now
         return bucket.withLock { bucket in
             bucket.tokens = min(burst, bucket.tokens + rate * Self.seconds(now - bucket.refilled))
             bucket.refilled = now
-            let cost = Double(count)
-            // A piece bigger than the bucket is let through from a full one, leaving a debt.
-            if bucket.tokens >= min(cost, burst) {
-                bucket.tokens -= cost
-                return nil
-            }
-            return .microseconds(Int64(((min(cost, burst) - bucket.tokens) / rate * 1_000_000).rounded(.up)))
+            bucket.tokens -= Double(count)
+            guard bucket.tokens < 0 else { return nil }
+            return .microseconds(Int64((-bucket.tokens / rate * 1_000_000).rounded(.up)))
         }
     }
 
