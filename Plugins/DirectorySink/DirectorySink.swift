@@ -71,8 +71,14 @@ public final class DirectorySink: Sink {
     private let reserver: Mutex<NameReserver>
     /// Decided on the first store that flushes, once the root exists.
     private let flusher = Mutex(FlushChoice.undecided)
-    /// The call a group flush makes (`syncfs`; tests watch it).
-    let flushCall: @Sendable (Int32) -> Int32
+    /// What group flushing calls: `syncfs`, `fsync` of a folder, and `fstatfs`'s type (tests replace them).
+    let calls: FlushCalls
+
+    struct FlushCalls: Sendable {
+        var syncFilesystem: @Sendable (Int32) -> Int32 = { syncfs($0) }
+        var syncFolder: @Sendable (Int32) -> Int32 = { fsync($0) }
+        var filesystemType: @Sendable (Int32) -> Int = { mf_filesystem_type($0) }
+    }
 
     private enum FlushChoice {
         case undecided
@@ -93,15 +99,15 @@ public final class DirectorySink: Sink {
         root: URL, layout: LayoutTemplate, collection: CollectionOptions = DirectorySink.collectionDefaults,
         sync: Bool = true
     ) {
-        self.init(root: root, layout: layout, collection: collection, sync: sync, flushCall: { syncfs($0) })
+        self.init(root: root, layout: layout, collection: collection, sync: sync, calls: FlushCalls())
     }
 
-    /// As the public initializer, with the call a group flush makes replaced (tests).
+    /// As the public initializer, with the calls group flushing makes replaced (tests).
     init(
         root: URL, layout: LayoutTemplate, collection: CollectionOptions = DirectorySink.collectionDefaults,
-        sync: Bool = true, flushCall: @escaping @Sendable (Int32) -> Int32
+        sync: Bool = true, calls: FlushCalls
     ) {
-        self.flushCall = flushCall
+        self.calls = calls
         self.root = root.standardizedFileURL
         self.layout = layout
         self.collection = collection
@@ -158,25 +164,31 @@ public final class DirectorySink: Sink {
     public func store(_ file: StagedFile, as plan: StoragePlan) async throws -> String {
         var placement = SafePlacement(root: root, relativePath: plan.relativePath, item: plan.item, sync: sync)
         if sync, let flush = try groupFlush(covering: file.url) {
-            // A group flush replaces the fsyncs of the file and its folder (see GroupFlush): one before the
-            // rename for the bytes, one after for the name. A copy into another filesystem mounted below the
-            // root is flushed on its own.
+            // A group flush replaces the fsyncs of the file and its folder (see GroupFlush): a syncfs before
+            // the rename for the bytes, a shared fsync of the folder after it for the name. A copy into another
+            // filesystem mounted below the root is flushed on its own.
+            do {
+                try await flush.barrier()
+            } catch {
+                // The failure may be another file's: from now on each file is fsynced, which names its own.
+                stopGroupFlushing()
+                try placement.place(file.url)
+                collector.stored(plan, file: file)
+                return plan.relativePath
+            }
             placement.sync = false
             placement.flushesCopies = true
-            do {
-                try await flush.barrier()
-            } catch {
-                throw placement.failure(
-                    "the downloaded bytes could not be flushed to disk, so nothing was stored: \(error)")
-            }
             try placement.checkWrittenBack(file.url)
-            try placement.place(file.url)
+            let folder = try placement.placeKeepingFolder(file.url)
             do {
-                try await flush.barrier()
+                try await flush.flushFolder(folder.raw)
             } catch {
-                throw placement.failure(
-                    "the file is in place, but its name could not be flushed to disk (\(error)); it is not recorded "
-                        + "as stored, so the next run fetches it again")
+                stopGroupFlushing()
+                guard fsync(folder.raw) == 0 else {
+                    throw placement.failure(
+                        "the file is in place, but its folder could not be flushed to disk (\(errorText(errno))); "
+                            + "it is not recorded as stored, so the next run fetches it again")
+                }
             }
         } else {
             try placement.place(file.url)
@@ -192,6 +204,14 @@ public final class DirectorySink: Sink {
     }
 
     /// The group flush of the root's filesystem, made (with the root) on first use.
+    /// Ends group flushing for the rest of the run: each store fsyncs its own file and folder.
+    private func stopGroupFlushing() {
+        flusher.withLock { choice in
+            if case .group(let flush, _) = choice { flush.close() }
+            choice = .eachFile
+        }
+    }
+
     /// The group flush that covers `staged`: nil when the root's filesystem is not one whose `syncfs` can be
     /// trusted, or when `staged` is on another filesystem (then the store is a copy, flushed on its own).
     private func groupFlush(covering staged: URL) throws(SinkError) -> GroupFlush? {
@@ -200,8 +220,10 @@ public final class DirectorySink: Sink {
             let folder = try SafePlacement(root: root, relativePath: ".", item: ItemRef(id: "", title: "the folder"))
                 .openRoot()
             var info = stat()
-            if Self.groupFlushFilesystems.contains(mf_filesystem_type(folder.raw)), fstat(folder.raw, &info) == 0 {
-                choice = .group(try GroupFlush(root: root, flush: flushCall), device: info.st_dev)
+            if Self.groupFlushFilesystems.contains(calls.filesystemType(folder.raw)), fstat(folder.raw, &info) == 0 {
+                choice = .group(
+                    try GroupFlush(root: root, flush: calls.syncFilesystem, flushFolder: calls.syncFolder),
+                    device: info.st_dev)
             } else {
                 choice = .eachFile
             }

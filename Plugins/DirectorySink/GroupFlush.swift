@@ -6,29 +6,35 @@ import MediaFetchCore
     import Glibc
 #endif
 
-/// Makes stores durable in groups: one `syncfs(2)` of the sink's filesystem covers every store that asked
-/// since the last one began.
+/// Makes stores durable in groups.
 ///
 /// An `fsync` per file (and one per folder after its rename) asks the disk to empty its cache for every
 /// file; with thousands of small files those flushes, not the bytes, were what the runs waited for. A
-/// store instead waits twice for ``barrier()``: once before its rename, so the name never points at data
-/// the disk may not have, and once after, so the name itself is on disk before the ledger says stored.
-/// Stores that arrive while a flush runs share the next one.
+/// store instead waits twice:
+/// * on ``barrier()`` before its rename: one `syncfs(2)` of the sink's filesystem writes the bytes of every
+///   store that asked since the last one began, so no name ever points at data the disk may not have;
+/// * on ``flushFolder(_:)`` after it: one `fsync` of each folder that stores renamed into meanwhile, so the
+///   name is on disk before the ledger says stored. (`syncfs` alone would not do for names: on ext4 without
+///   a journal it empties the disk's cache before it writes the folders' blocks.)
 ///
-/// The cost of the trade: `syncfs` also writes out other programs' unsaved data on that filesystem.
-///
-/// A failed flush fails every later barrier too. Since Linux 5.8 `syncfs` reports a write-back error once
-/// per descriptor, so the store whose barrier sees it may not be the one whose bytes were lost; once the
-/// disk has said no, no store here is trusted. (Each store also checks its own file, see
-/// `SafePlacement.checkWrittenBack`.)
+/// Stores that arrive while a flush runs share the next one. The cost of the trade: `syncfs` also writes
+/// out other programs' unsaved data on that filesystem. Since Linux 5.8 `syncfs` reports a write-back
+/// error once per descriptor, so a failed flush may belong to another file; the sink then goes back to an
+/// `fsync` per file, which names the file it is about, and each store also checks its own file before its
+/// rename (`SafePlacement.checkWrittenBack`).
 ///
 /// `@unchecked Sendable`: ``state`` is only touched under ``condition``.
 final class GroupFlush: @unchecked Sendable {
+    private struct Waiter {
+        var continuation: CheckedContinuation<Void, any Error>
+        /// A descriptor of the folder to flush (the caller's, open until it is resumed); nil asks for a
+        /// `syncfs`.
+        var folder: Int32?
+    }
+
     private struct State {
-        var waiting: [CheckedContinuation<Void, any Error>] = []
+        var waiting: [Waiter] = []
         var closed = false
-        /// The errno of the first failed flush.
-        var failure: Int32?
     }
 
     private let condition = NSCondition()
@@ -36,13 +42,20 @@ final class GroupFlush: @unchecked Sendable {
     private let descriptor: Int32
     private let root: URL
     private let flush: @Sendable (Int32) -> Int32
+    private let flushFolderCall: @Sendable (Int32) -> Int32
 
     /// Flushes the filesystem that holds `root`, which must exist.
-    /// - Parameter flush: the call that flushes, given a descriptor of `root`; returns 0 or sets `errno`
-    ///   (tests replace it to watch the grouping).
-    init(root: URL, flush: @escaping @Sendable (Int32) -> Int32 = { syncfs($0) }) throws(SinkError) {
+    /// - Parameters:
+    ///   - flush: the call that flushes the filesystem, given a descriptor of `root` (`syncfs`);
+    ///   - flushFolder: the call that flushes one folder (`fsync`). Each returns 0 or sets `errno`; tests
+    ///     replace them to watch the grouping.
+    init(
+        root: URL, flush: @escaping @Sendable (Int32) -> Int32 = { syncfs($0) },
+        flushFolder: @escaping @Sendable (Int32) -> Int32 = { fsync($0) }
+    ) throws(SinkError) {
         self.root = root
         self.flush = flush
+        self.flushFolderCall = flushFolder
         descriptor = open(root.path, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
         guard descriptor >= 0 else {
             throw SinkError("cannot open the folder \(root.path): \(errorText(errno))")
@@ -56,19 +69,30 @@ final class GroupFlush: @unchecked Sendable {
         _ = Glibc.close(descriptor)
     }
 
-    /// Returns once a flush that began after this call has finished: whatever the caller wrote before
+    /// Returns once a `syncfs` that began after this call has finished: whatever the caller wrote before
     /// calling is then on disk.
-    /// - Throws: ``SinkError`` when the flush failed (the disk reported an error).
+    /// - Throws: ``SinkError`` when the flush failed, or the group was closed.
     func barrier() async throws {
+        try await wait(folder: nil)
+    }
+
+    /// Returns once `folder` (a descriptor the caller keeps open until then) was flushed by an `fsync` that
+    /// began after this call, shared with the other stores into that folder waiting at the same time.
+    /// - Throws: ``SinkError`` when the flush failed, or the group was closed.
+    func flushFolder(_ folder: Int32) async throws {
+        try await wait(folder: folder)
+    }
+
+    private func wait(folder: Int32?) async throws {
         try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Void, any Error>) in
             condition.lock()
             let closed = state.closed
             if !closed {
-                state.waiting.append(continuation)
+                state.waiting.append(Waiter(continuation: continuation, folder: folder))
                 condition.signal()
             }
             condition.unlock()
-            if closed { continuation.resume(throwing: SinkError("the sink was closed")) }
+            if closed { continuation.resume(throwing: SinkError("the group flush was closed")) }
         }
     }
 
@@ -94,22 +118,51 @@ final class GroupFlush: @unchecked Sendable {
             let batch = state.waiting
             state.waiting = []
             let closed = state.closed
-            let earlier = state.failure
             condition.unlock()
             if batch.isEmpty && closed { return }
-            let failure = earlier ?? (flush(descriptor) == 0 ? nil : errno)
-            if earlier == nil, let failure {
-                condition.lock()
-                state.failure = failure
-                condition.unlock()
+            // One syncfs for every data barrier, one fsync per folder (by device and inode) for the rest.
+            var syncfsFailure: Int32?
+            if batch.contains(where: { $0.folder == nil }) {
+                syncfsFailure = flush(descriptor) == 0 ? nil : errno
             }
+            var folderFailures: [FolderKey: Int32?] = [:]
             for waiter in batch {
-                if let failure {
-                    waiter.resume(throwing: SinkError("syncfs of \(root.path): \(errorText(failure))"))
+                guard let folder = waiter.folder else {
+                    if let syncfsFailure {
+                        waiter.continuation.resume(
+                            throwing: SinkError("syncfs of \(root.path): \(errorText(syncfsFailure))"))
+                    } else {
+                        waiter.continuation.resume()
+                    }
+                    continue
+                }
+                let key = FolderKey(folder)
+                let failure: Int32?
+                if let key, let done = folderFailures[key] {
+                    failure = done
                 } else {
-                    waiter.resume()
+                    failure = flushFolderCall(folder) == 0 ? nil : errno
+                    if let key { folderFailures[key] = failure }
+                }
+                if let failure {
+                    waiter.continuation.resume(throwing: SinkError("fsync of the folder: \(errorText(failure))"))
+                } else {
+                    waiter.continuation.resume()
                 }
             }
+        }
+    }
+
+    /// A folder's identity, so that two descriptors of one folder share one fsync.
+    private struct FolderKey: Hashable {
+        var device: UInt64
+        var inode: UInt64
+
+        init?(_ descriptor: Int32) {
+            var info = stat()
+            guard fstat(descriptor, &info) == 0 else { return nil }
+            device = UInt64(info.st_dev)
+            inode = UInt64(info.st_ino)
         }
     }
 }

@@ -33,6 +33,15 @@ struct SafePlacement {
 
     /// Places `staged` at `relativePath` under `root`.
     func place(_ staged: URL) throws(SinkError) {
+        let directory = try placeKeepingFolder(staged)
+        guard !sync || fsync(directory.raw) == 0 else {
+            throw failure("stored, but the folder could not be flushed to disk: \(errorText(errno))")
+        }
+    }
+
+    /// ``place(_:)`` without its last step: the folder the file now is in comes back, not yet flushed, for
+    /// the caller to flush (with others, in a group flush).
+    func placeKeepingFolder(_ staged: URL) throws(SinkError) -> FileDescriptor {
         let components = try validatedComponents()
         guard let fileName = components.last else { throw failure("the planned path is empty") }
         var directory = try openRoot()
@@ -52,9 +61,7 @@ struct SafePlacement {
             guard code == EXDEV else { throw failure("cannot move the file into place: \(reason(code))") }
             try copyIn(staged, as: fileName, into: directory)
         }
-        guard !sync || fsync(directory.raw) == 0 else {
-            throw failure("stored, but the folder could not be flushed to disk: \(errorText(errno))")
-        }
+        return directory
     }
 
     /// Across filesystems: a copy under a temporary name next to the final one, flushed, then renamed.

@@ -70,7 +70,7 @@ struct GroupFlushTests {
         #expect(fake.calls.withLock { $0 } == 2)
     }
 
-    @Test func aFailedFlushFailsEveryLaterBarrierWithoutFlushingAgain() async throws {
+    @Test func eachBarrierReportsItsOwnFlush() async throws {
         let fixture = try Fixture()
         let fake = FakeFlush(failingWith: EIO)
         let group = try GroupFlush(root: fixture.base, flush: { fake($0) })
@@ -82,39 +82,102 @@ struct GroupFlushTests {
                 String(describing: error).contains("Input/output error")
             }
         }
-        // Once the disk said no, nothing is flushed (or trusted) again.
-        #expect(fake.calls.withLock { $0 } == 1)
+        #expect(fake.calls.withLock { $0 } == 3)
+    }
+
+    @Test func storesIntoOneFolderShareOneFsyncOfIt() async throws {
+        let fixture = try Fixture()
+        let held = FakeFlush(holdsFirst: true)
+        let folders = FakeFlush()
+        let group = try GroupFlush(root: fixture.base, flush: { held($0) }, flushFolder: { folders($0) })
+        defer { group.close() }
+        let folder = open(fixture.base.path, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
+        try #require(folder >= 0)
+        defer { close(folder) }
+        // A syncfs in progress holds the thread; meanwhile ten stores into one folder ask for it.
+        let first = Task { try await group.barrier() }
+        await withCheckedContinuation { (done: CheckedContinuation<Void, Never>) in
+            DispatchQueue.global().async {
+                held.entered.wait()
+                done.resume()
+            }
+        }
+        try await withThrowingTaskGroup(of: Void.self) { tasks in
+            for _ in 0..<10 { tasks.addTask { try await group.flushFolder(folder) } }
+            let deadline = ContinuousClock.now + .seconds(30)
+            while group.waiting < 10 && ContinuousClock.now < deadline { await Task.yield() }
+            #expect(group.waiting == 10)
+            held.gate.signal()
+            try await first.value
+            try await tasks.waitForAll()
+        }
+        #expect(folders.calls.withLock { $0 } == 1)
+        // No data barrier was among the ten: no second syncfs.
+        #expect(held.calls.withLock { $0 } == 1)
     }
 
     // MARK: - Through the directory sink
 
+    /// A sink whose group flushing calls the fakes, as if the folder were on ext4.
+    static func sink(
+        _ fixture: borrowing Fixture, syncfs: FakeFlush, fsync folders: FakeFlush
+    ) throws -> DirectorySink {
+        DirectorySink(
+            root: fixture.root, layout: try LayoutTemplate("{title}.{ext}"), sync: true,
+            calls: .init(
+                syncFilesystem: { syncfs($0) }, syncFolder: { folders($0) }, filesystemType: { _ in 0xEF53 }))
+    }
+
     @Test func aSyncedStoreFlushesBeforeAndAfterItsRename() async throws {
         let fixture = try Fixture()
-        let fake = FakeFlush()
-        let sink = DirectorySink(
-            root: fixture.root, layout: try LayoutTemplate("{title}.{ext}"), sync: true, flushCall: { fake($0) })
+        let (syncfs, folders) = (FakeFlush(), FakeFlush())
+        let sink = try Self.sink(fixture, syncfs: syncfs, fsync: folders)
         let plan = try await sink.plan(song("1", title: "One"), asset: .preview)
         _ = try await sink.store(try fixture.staged(Data("one".utf8)), as: plan)
-        #expect(fake.calls.withLock { $0 } == 2)
+        #expect(syncfs.calls.withLock { $0 } == 1)
+        #expect(folders.calls.withLock { $0 } == 1)
         #expect(try fixture.tree(fixture.root) == ["One.m4a": Data("one".utf8)])
     }
 
-    @Test func aFailedFlushFailsTheStoreNamingItAndKeepsTheOldFile() async throws {
+    @Test func aFailedSyncfsFallsBackToAnFsyncPerFile() async throws {
         let fixture = try Fixture()
-        let fake = FakeFlush(failingWith: EIO)
-        let sink = DirectorySink(
-            root: fixture.root, layout: try LayoutTemplate("{title}.{ext}"), sync: true, flushCall: { fake($0) })
-        try FileManager.default.createDirectory(at: fixture.root, withIntermediateDirectories: true)
-        try Data("old".utf8).write(to: fixture.root.appendingPathComponent("One.m4a"))
-        let plan = try await sink.plan(song("1", title: "One"), asset: .preview)
-        await #expect {
-            _ = try await sink.store(try fixture.staged(Data("new".utf8)), as: plan)
-        } throws: { error in
-            let text = String(describing: error)
-            return text.contains("One.m4a") && text.contains("could not be flushed")
-                && text.contains("Input/output error")
+        let (syncfs, folders) = (FakeFlush(failingWith: EIO), FakeFlush())
+        let sink = try Self.sink(fixture, syncfs: syncfs, fsync: folders)
+        for (id, title) in [("1", "One"), ("2", "Two")] {
+            let plan = try await sink.plan(song(id, title: title), asset: .preview)
+            _ = try await sink.store(try fixture.staged(Data(title.utf8)), as: plan)
         }
-        #expect(try Data(contentsOf: fixture.root.appendingPathComponent("One.m4a")) == Data("old".utf8))
+        // The error may have been another program's file: both are stored, each fsynced on its own, and
+        // the group is not asked again.
+        #expect(try fixture.tree(fixture.root) == ["One.m4a": Data("One".utf8), "Two.m4a": Data("Two".utf8)])
+        #expect(syncfs.calls.withLock { $0 } == 1)
+        #expect(folders.calls.withLock { $0 } == 0)
+    }
+
+    @Test func aFailedGroupFsyncOfTheFolderIsTriedAgainByTheStore() async throws {
+        let fixture = try Fixture()
+        let (syncfs, folders) = (FakeFlush(), FakeFlush(failingWith: EIO))
+        let sink = try Self.sink(fixture, syncfs: syncfs, fsync: folders)
+        let plan = try await sink.plan(song("1", title: "One"), asset: .preview)
+        // The group's fsync of the folder fails; the sink's own fsync of it (the real one) succeeds.
+        _ = try await sink.store(try fixture.staged(Data("one".utf8)), as: plan)
+        #expect(folders.calls.withLock { $0 } == 1)
+        #expect(try fixture.tree(fixture.root) == ["One.m4a": Data("one".utf8)])
+    }
+
+    @Test func onAnotherKindOfFilesystemEachFileIsFsynced() async throws {
+        let fixture = try Fixture()
+        let (syncfs, folders) = (FakeFlush(), FakeFlush())
+        let sink = DirectorySink(
+            root: fixture.root, layout: try LayoutTemplate("{title}.{ext}"), sync: true,
+            calls: .init(
+                syncFilesystem: { syncfs($0) }, syncFolder: { folders($0) },
+                filesystemType: { _ in 0x6573_5546 /* FUSE */ }))
+        let plan = try await sink.plan(song("1", title: "One"), asset: .preview)
+        _ = try await sink.store(try fixture.staged(Data("one".utf8)), as: plan)
+        #expect(syncfs.calls.withLock { $0 } == 0)
+        #expect(folders.calls.withLock { $0 } == 0)
+        #expect(try fixture.tree(fixture.root) == ["One.m4a": Data("one".utf8)])
     }
 
     @Test(.enabled(if: crossDeviceStage() != nil, "needs /dev/shm on another filesystem"))
@@ -124,13 +187,13 @@ struct GroupFlushTests {
         let stage = otherDevice.appendingPathComponent("mediafetch-flush-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: stage, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: stage) }
-        let fake = FakeFlush()
-        let sink = DirectorySink(
-            root: fixture.root, layout: try LayoutTemplate("{title}.{ext}"), sync: true, flushCall: { fake($0) })
+        let (syncfs, folders) = (FakeFlush(), FakeFlush())
+        let sink = try Self.sink(fixture, syncfs: syncfs, fsync: folders)
         let plan = try await sink.plan(song("1", title: "One"), asset: .preview)
         _ = try await sink.store(try fixture.staged(Data("one".utf8), in: stage), as: plan)
-        // The copy and its folder were fsynced; the group flush of the root's filesystem was not asked.
-        #expect(fake.calls.withLock { $0 } == 0)
+        // The copy and its folder were fsynced by the placement; the group was not asked.
+        #expect(syncfs.calls.withLock { $0 } == 0)
+        #expect(folders.calls.withLock { $0 } == 0)
         #expect(try fixture.tree(fixture.root) == ["One.m4a": Data("one".utf8)])
     }
 
