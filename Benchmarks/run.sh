@@ -225,6 +225,7 @@ bench() {
         local wall peak
         wall=$(printf '%s\n' ${walls[$tool]} | median)
         peak=$(printf '%s\n' ${rss[$tool]} | sort -n | tail -1)
+        [[ $wall == FAIL ]] && peak=FAIL
         [[ $peak == FAIL ]] || peak=$(awk -v k="$peak" 'BEGIN { printf "%.1f", k / 1024 }')
         echo "$tool $wall $peak"
     done

@@ -491,7 +491,9 @@ public struct Pipeline: Sendable {
             guard let shard = shard(ofStagingName: name) else { continue }
             let from = staging.appendingPathComponent(name)
             let to = staging.appendingPathComponent(shard).appendingPathComponent(name)
-            _ = rename(from.path, to.path)
+            // Never over a partial already in the subfolder: that one is newer, and the ledger's validator
+            // describes it. The old one then goes.
+            if link(from.path, to.path) == 0 || errno == EEXIST { _ = unlink(from.path) }
         }
     }
 

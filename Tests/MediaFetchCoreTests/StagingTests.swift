@@ -26,6 +26,22 @@ struct StagingTests {
         #expect(Pipeline.partialFiles(in: staging) == [file])
     }
 
+    @Test func aPartialOfTheNewLayoutWinsOverTheOldOne() throws {
+        let staging = try Self.folder()
+        defer { try? FileManager.default.removeItem(at: staging) }
+        let name = Pipeline.stagingName(source: "itunes", itemID: "42", asset: .preview)
+        let file = Pipeline.stagingFile(in: staging, source: "itunes", itemID: "42", asset: .preview)
+        try FileManager.default.createDirectory(
+            at: file.deletingLastPathComponent(), withIntermediateDirectories: true)
+        try Data("newer".utf8).write(to: file)
+        try Data("older".utf8).write(to: staging.appendingPathComponent(name))
+
+        try Pipeline.prepareStaging(staging)
+
+        #expect(try Data(contentsOf: file) == Data("newer".utf8))
+        #expect(Pipeline.partialFiles(in: staging) == [file])
+    }
+
     @Test func strayFilesStayWhereTheyAreAndStopNothing() throws {
         let staging = try Self.folder()
         defer { try? FileManager.default.removeItem(at: staging) }
