@@ -203,7 +203,6 @@ public final class DirectorySink: Sink {
         }
     }
 
-    /// The group flush of the root's filesystem, made (with the root) on first use.
     /// Ends group flushing for the rest of the run: each store fsyncs its own file and folder.
     private func stopGroupFlushing() {
         flusher.withLock { choice in
