@@ -48,9 +48,9 @@ public final class DirectorySink: Sink {
                     default: .bool(true),
                     doc: "Put each file's bytes on disk before it gets its name, and the name after, before the "
                         + "ledger says stored, so a power cut cannot leave a stored file empty. On ext4, XFS, Btrfs "
-                        + "and F2FS files are flushed in groups: one syncfs covers every file finished meanwhile (and "
-                        + "also writes out other programs' unsaved data on that filesystem); elsewhere each file "
-                        + "and folder is fsynced. Off, files are as safe as "
+                        + "and F2FS files are flushed in groups: one syncfs (which also writes out other programs' "
+                        + "unsaved data on that filesystem) and one fsync per folder cover every file finished "
+                        + "meanwhile; elsewhere each file and folder is fsynced. Off, files are as safe as "
                         + "curl's or wget's: a crash of mediafetch still loses nothing, a power cut may lose the "
                         + "newest files, and the next run fetches them again (it checks every stored file's size)."
                 ),
