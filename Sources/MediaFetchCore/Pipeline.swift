@@ -70,6 +70,8 @@ public struct Pipeline: Sendable {
         do {
             try Self.prepareStaging(options.stagingDirectory)
             let known = try options.refetch ? [:] : (options.ledger?.entries(source: options.sourceName) ?? [:])
+            let ticker = Task { await run.tickLedger() }
+            defer { ticker.cancel() }
             try await feedWorkers(run, known: known)
         } catch is CancellationError {
             run.tally.withLock { $0.interrupted = true }
@@ -553,9 +555,20 @@ private final class RunState: Sendable {
     func report(_ event: PipelineEvent) {
         tally.withLock { $0.count(event) }
         events(event)
-        // Every event is a chance to commit a due batch; a progress tick keeps a long download's
-        // validator from waiting for the next item.
+        // Every event is a chance to commit a due batch, except progress: it comes from the transport's
+        // threads (a curl engine's), where a SQLite commit would hold up every transfer of that engine.
+        // The run's own ticker commits a long download's validator instead (see ``tickLedger()``).
+        if case .progress = event { return }
         flushLedger()
+    }
+
+    /// Commits the ledger's due batch every quarter second until cancelled, so that what a long download
+    /// learned (its validator) is on disk within a moment even when no other event comes.
+    func tickLedger() async {
+        guard ledger != nil else { return }
+        while (try? await Task.sleep(for: .milliseconds(250))) != nil {
+            flushLedger()
+        }
     }
 
     /// Why the run stopped starting new items, if it did.
