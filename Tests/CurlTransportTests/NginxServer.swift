@@ -28,6 +28,8 @@ final class NginxServer {
     /// Set when started with `forwardProxy`.
     let proxyPort: Int?
     private let process: Process
+    /// Held open for as long as the server should live; see ``init()``.
+    private let lifeline = Pipe()
 
     var baseURL: URL { URL(string: "http://127.0.0.1:\(port)")! }
     var httpsBaseURL: URL { URL(string: "https://127.0.0.1:\(tlsPort!)")! }
@@ -124,20 +126,24 @@ final class NginxServer {
             """
         let configFile = directory.appendingPathComponent("nginx.conf")
         try config.write(to: configFile, atomically: true, encoding: .utf8)
+        // nginx runs under a small shell that kills it once its standard input ends: when this server stops,
+        // and also when the test process dies without stopping it (a killed `swift test` left nginx running).
+        // SIGKILL, not SIGTERM: with `master_process off` nginx keeps the signal mask it inherits, and the
+        // test runner's threads block SIGTERM, so a polite stop would never arrive.
         process = Process()
-        process.executableURL = URL(fileURLWithPath: "/usr/sbin/nginx")
-        process.arguments = ["-p", root, "-c", configFile.path, "-e", "\(root)/error.log"]
+        process.executableURL = URL(fileURLWithPath: "/bin/sh")
+        process.arguments = [
+            "-c", "/usr/sbin/nginx \"$@\" < /dev/null & server=$!; cat > /dev/null; kill -9 $server; wait", "sh",
+            "-p", root, "-c", configFile.path, "-e", "\(root)/error.log",
+        ]
+        process.standardInput = lifeline
         try process.run()
         try waitUntilListening()
     }
 
     func stop() {
-        if process.isRunning {
-            // SIGKILL, not SIGTERM: with `master_process off` nginx keeps the signal mask it inherits, and the
-            // test runner's threads block SIGTERM, so a polite stop would never arrive.
-            kill(process.processIdentifier, SIGKILL)
-            process.waitUntilExit()
-        }
+        try? lifeline.fileHandleForWriting.close()
+        process.waitUntilExit()
         try? FileManager.default.removeItem(at: directory)
     }
 
