@@ -64,18 +64,7 @@ struct CurlTLSTests {
             let urls = contents.indices.map { server.httpsBaseURL.appendingPathComponent("files/r\($0).bin") }
             let start = ContinuousClock.now
             try await withTemporaryDirectory { directory in
-                try await withThrowingTaskGroup(of: Void.self) { group in
-                    for index in contents.indices {
-                        group.addTask {
-                            let destination = directory.appendingPathComponent("r\(index).bin")
-                            _ = try await transport.download(
-                                DownloadRequest(url: urls[index], destination: destination)
-                            ) { _ in }
-                            #expect(try Data(contentsOf: destination) == contents[index])
-                        }
-                    }
-                    try await group.waitForAll()
-                }
+                try await downloadAll(urls, expecting: contents, into: directory, with: transport)
             }
             #expect(ContinuousClock.now - start >= .milliseconds(500))
             let lines = try server.logLines(server.tlsLog, atLeast: contents.count)
@@ -134,18 +123,7 @@ struct CurlTLSTests {
                 return server.httpsBaseURL.appendingPathComponent("slow/\(index).bin")
             }
             try await withTemporaryDirectory { directory in
-                try await withThrowingTaskGroup(of: Void.self) { group in
-                    for index in contents.indices {
-                        group.addTask {
-                            let destination = directory.appendingPathComponent("\(index).bin")
-                            _ = try await transport.download(
-                                DownloadRequest(url: urls[index], destination: destination)
-                            ) { _ in }
-                            #expect(try Data(contentsOf: destination) == contents[index])
-                        }
-                    }
-                    try await group.waitForAll()
-                }
+                try await downloadAll(urls, expecting: contents, into: directory, with: transport)
             }
             let lines = try server.logLines(server.tlsLog, atLeast: contents.count).map(TLSLogLine.init)
             try #require(lines.count == contents.count)

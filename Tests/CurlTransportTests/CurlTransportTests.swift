@@ -235,18 +235,7 @@ struct CurlTransportTests {
                 let code: TransportError.Code? =
                     if case .failure(let error) = outcome { (error as? TransportError)?.code } else { nil }
                 #expect(code == .cancelled)
-                try await withThrowingTaskGroup(of: Void.self) { group in
-                    for index in urls.indices {
-                        group.addTask {
-                            let destination = directory.appendingPathComponent("\(index).bin")
-                            _ = try await transport.download(
-                                DownloadRequest(url: urls[index], destination: destination)
-                            ) { _ in }
-                            #expect(try Data(contentsOf: destination) == contents[index])
-                        }
-                    }
-                    try await group.waitForAll()
-                }
+                try await downloadAll(urls, expecting: contents, into: directory, with: transport)
                 let partial = try FileManager.default.attributesOfItem(atPath: slowFile.path)[.size] as? Int ?? -1
                 #expect(partial > 0 && partial < 4 << 20)
             }
@@ -258,19 +247,7 @@ struct CurlTransportTests {
             let contents = (0..<100).map { randomBytes(10_000 + ($0 * 7919) % 190_000, seed: 1000 + UInt64($0)) }
             let urls = try contents.indices.map { try server.serve(contents[$0], at: "files/\($0).bin") }
             try await withTemporaryDirectory { directory in
-                try await withThrowingTaskGroup(of: Void.self) { group in
-                    for index in urls.indices {
-                        group.addTask {
-                            let destination = directory.appendingPathComponent("\(index).bin")
-                            let result = try await transport.download(
-                                DownloadRequest(url: urls[index], destination: destination)
-                            ) { _ in }
-                            #expect(result.bytesWritten == Int64(contents[index].count))
-                            #expect(try Data(contentsOf: destination) == contents[index])
-                        }
-                    }
-                    try await group.waitForAll()
-                }
+                try await downloadAll(urls, expecting: contents, into: directory, with: transport)
             }
             // At most `concurrency` connections served the hundred requests.
             let lines = try server.accessLogLines(atLeast: 100)

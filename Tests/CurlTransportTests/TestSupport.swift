@@ -1,5 +1,6 @@
 import Foundation
 import MediaFetchCore
+import Testing
 
 /// Bytes that compress badly and differ per seed, made fast enough for megabytes.
 func randomBytes(_ count: Int, seed: UInt64) -> Data {
@@ -24,6 +25,26 @@ func withTemporaryDirectory<T>(_ body: (URL) async throws -> T) async throws -> 
     try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
     defer { try? FileManager.default.removeItem(at: directory) }
     return try await body(directory)
+}
+
+/// Downloads every URL at once into `directory` (as `<index>.bin`) and expects each download to report, and
+/// its file to hold, the bytes of `contents` at the same index.
+func downloadAll(
+    _ urls: [URL], expecting contents: [Data], into directory: URL, with transport: any Transport
+) async throws {
+    try await withThrowingTaskGroup(of: Void.self) { group in
+        for index in urls.indices {
+            group.addTask {
+                let destination = directory.appendingPathComponent("\(index).bin")
+                let result = try await transport.download(
+                    DownloadRequest(url: urls[index], destination: destination)
+                ) { _ in }
+                #expect(result.bytesWritten == Int64(contents[index].count))
+                #expect(try Data(contentsOf: destination) == contents[index])
+            }
+        }
+        try await group.waitForAll()
+    }
 }
 
 /// The error a call threw, as a ``TransportError``, or nil when it threw none or another kind.
