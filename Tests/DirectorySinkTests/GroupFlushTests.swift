@@ -40,6 +40,30 @@ struct GroupFlushTests {
         }
     }
 
+    /// Starts a barrier whose flush `held` keeps in progress, makes `count` requests while it runs, checks
+    /// that they all wait for the next flush, then lets the held one end and waits for everything.
+    static func duringAHeldFlush(
+        of group: GroupFlush, held: FakeFlush, count: Int, _ request: @escaping @Sendable () async throws -> Void
+    ) async throws {
+        let first = Task { try await group.barrier() }
+        await withCheckedContinuation { (done: CheckedContinuation<Void, Never>) in
+            DispatchQueue.global().async {
+                held.entered.wait()
+                done.resume()
+            }
+        }
+        try await withThrowingTaskGroup(of: Void.self) { tasks in
+            for _ in 0..<count { tasks.addTask { try await request() } }
+            let deadline = ContinuousClock.now + .seconds(30)
+            while group.waiting < count && ContinuousClock.now < deadline { await Task.yield() }
+            #expect(group.waiting == count)
+            #expect(held.calls.withLock { $0 } == 1)
+            held.gate.signal()
+            try await first.value
+            try await tasks.waitForAll()
+        }
+    }
+
     @Test func barriersThatArriveDuringAFlushShareTheNextOne() async throws {
         let fixture = try Fixture()
         let folder = fixture.base
@@ -47,25 +71,8 @@ struct GroupFlushTests {
         let group = try GroupFlush(root: folder, flush: { fake($0) })
         defer { group.close() }
 
-        // The first barrier starts a flush that stays in progress until the gate opens.
-        let first = Task { try await group.barrier() }
-        await withCheckedContinuation { (done: CheckedContinuation<Void, Never>) in
-            DispatchQueue.global().async {
-                fake.entered.wait()
-                done.resume()
-            }
-        }
-        // Ten barriers arrive meanwhile: none may be served by the flush already running.
-        try await withThrowingTaskGroup(of: Void.self) { tasks in
-            for _ in 0..<10 { tasks.addTask { try await group.barrier() } }
-            let deadline = ContinuousClock.now + .seconds(30)
-            while group.waiting < 10 && ContinuousClock.now < deadline { await Task.yield() }
-            #expect(group.waiting == 10)
-            #expect(fake.calls.withLock { $0 } == 1)
-            fake.gate.signal()
-            try await first.value
-            try await tasks.waitForAll()
-        }
+        // Ten barriers arrive during a flush: none may be served by the flush already running.
+        try await Self.duringAHeldFlush(of: group, held: fake, count: 10) { try await group.barrier() }
         // One flush for the first barrier, one shared by the ten that came during it.
         #expect(fake.calls.withLock { $0 } == 2)
     }
@@ -95,22 +102,7 @@ struct GroupFlushTests {
         try #require(folder >= 0)
         defer { close(folder) }
         // A syncfs in progress holds the thread; meanwhile ten stores into one folder ask for it.
-        let first = Task { try await group.barrier() }
-        await withCheckedContinuation { (done: CheckedContinuation<Void, Never>) in
-            DispatchQueue.global().async {
-                held.entered.wait()
-                done.resume()
-            }
-        }
-        try await withThrowingTaskGroup(of: Void.self) { tasks in
-            for _ in 0..<10 { tasks.addTask { try await group.flushFolder(folder) } }
-            let deadline = ContinuousClock.now + .seconds(30)
-            while group.waiting < 10 && ContinuousClock.now < deadline { await Task.yield() }
-            #expect(group.waiting == 10)
-            held.gate.signal()
-            try await first.value
-            try await tasks.waitForAll()
-        }
+        try await Self.duringAHeldFlush(of: group, held: held, count: 10) { try await group.flushFolder(folder) }
         #expect(folders.calls.withLock { $0 } == 1)
         // No data barrier was among the ten: no second syncfs.
         #expect(held.calls.withLock { $0 } == 1)
