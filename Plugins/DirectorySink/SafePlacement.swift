@@ -92,12 +92,17 @@ struct SafePlacement {
     /// the file's pages are written out and waited for (cheap once a group flush wrote them). This is what
     /// an `fsync` per file reported, without the disk-cache flush.
     func checkWrittenBack(_ staged: URL) throws(SinkError) {
-        let raw = open(staged.path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC)
-        guard raw >= 0 else { throw failure("cannot read the downloaded file: \(errorText(errno))") }
-        let file = FileDescriptor(raw)
+        let file = try openStaged(staged)
         guard mf_wait_written(file.raw) == 0 else {
             throw failure("the downloaded file could not be written to disk: \(errorText(errno))")
         }
+    }
+
+    /// The staged file, opened for reading without following a link.
+    func openStaged(_ staged: URL) throws(SinkError) -> FileDescriptor {
+        let raw = open(staged.path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC)
+        guard raw >= 0 else { throw failure("cannot read the downloaded file: \(errorText(errno))") }
+        return FileDescriptor(raw)
     }
 
     static let temporaryPrefix = ".mediafetch-"
@@ -124,9 +129,7 @@ struct SafePlacement {
 
     /// Flushes the staged file's data before it gets its final name.
     func syncStaged(_ staged: URL) throws(SinkError) {
-        let raw = open(staged.path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC)
-        guard raw >= 0 else { throw failure("cannot read the downloaded file: \(errorText(errno))") }
-        let file = FileDescriptor(raw)
+        let file = try openStaged(staged)
         guard fsync(file.raw) == 0 else { throw failure("cannot flush the file to disk: \(errorText(errno))") }
     }
 
@@ -216,9 +219,7 @@ struct SafePlacement {
 
     /// Copies `staged` into a new file that `O_EXCL | O_NOFOLLOW` guarantee is ours alone.
     func copy(_ staged: URL, to temporary: String, in directory: borrowing FileDescriptor) throws(SinkError) {
-        let sourceRaw = open(staged.path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC)
-        guard sourceRaw >= 0 else { throw failure("cannot read the downloaded file: \(errorText(errno))") }
-        let source = FileDescriptor(sourceRaw)
+        let source = try openStaged(staged)
         let createFlags = O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC
         let targetRaw = openat(directory.raw, temporary, createFlags, 0o666)
         guard targetRaw >= 0 else { throw failure("cannot create a temporary file: \(errorText(errno))") }

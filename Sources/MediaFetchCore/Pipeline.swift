@@ -471,13 +471,16 @@ public struct Pipeline: Sendable {
             .appendingPathComponent(name)
     }
 
+    /// The staging subfolders: one per last digit of a staging name's hash.
+    static let stagingShards = "0123456789abcdef".map { String($0) }
+
     /// The subfolder a staging file name belongs in: the last digit of its hash (`…-<hash>.<asset>.part`).
     static func shard(ofStagingName name: String) -> String? {
         guard name.hasSuffix(".part"), let dash = name.lastIndex(of: "-") else { return nil }
         let hash = name[name.index(after: dash)...].prefix { $0 != "." }
         // Only what stableHash writes (0-9, a-f): any other file is not ours to move.
-        guard let digit = hash.last, digit.isASCII, digit.isNumber || ("a"..."f").contains(digit) else { return nil }
-        return String(digit)
+        guard let digit = hash.last.map(String.init), stagingShards.contains(digit) else { return nil }
+        return digit
     }
 
     /// Every staging subfolder, created when missing; partial files an earlier version kept directly in
@@ -485,9 +488,9 @@ public struct Pipeline: Sendable {
     /// where it is (its download starts over): a stray file is no reason to stop a run.
     static func prepareStaging(_ staging: URL) throws {
         let files = FileManager.default
-        for digit in "0123456789abcdef" {
+        for shard in stagingShards {
             try files.createDirectory(
-                at: staging.appendingPathComponent(String(digit), isDirectory: true), withIntermediateDirectories: true)
+                at: staging.appendingPathComponent(shard, isDirectory: true), withIntermediateDirectories: true)
         }
         for name in (try? files.contentsOfDirectory(atPath: staging.path)) ?? [] {
             guard let shard = shard(ofStagingName: name) else { continue }
@@ -503,7 +506,7 @@ public struct Pipeline: Sendable {
     /// an earlier version kept there).
     public static func partialFiles(in staging: URL) -> [URL] {
         let files = FileManager.default
-        let folders = [staging] + "0123456789abcdef".map { staging.appendingPathComponent(String($0)) }
+        let folders = [staging] + stagingShards.map { staging.appendingPathComponent($0) }
         return folders.flatMap { folder in
             ((try? files.contentsOfDirectory(atPath: folder.path)) ?? []).filter { $0.hasSuffix(".part") }
                 .map { folder.appendingPathComponent($0) }
