@@ -103,7 +103,7 @@ let package = Package(
         ),
         .testTarget(
             name: "DirectorySinkTests",
-            dependencies: ["DirectorySink", "MediaFetchCore"],
+            dependencies: ["DirectorySink", "MediaFetchCore", "MediaFetchTesting"],
             swiftSettings: strict
         ),
         .testTarget(

@@ -1,5 +1,6 @@
 import Foundation
 import MediaFetchCore
+import MediaFetchTesting
 
 @testable import ArchiveSink
 
@@ -41,11 +42,9 @@ struct ArchiveFixture: ~Copyable {
 
     /// A downloaded file with `bytes`, as the pipeline would hand it over.
     func staged(_ bytes: Data, from source: String = "https://audio.example/x.m4a") throws -> StagedFile {
-        let url = stage.appendingPathComponent(UUID().uuidString + ".download")
-        try bytes.write(to: url)
-        return StagedFile(
-            url: url, size: Int64(bytes.count), sha256: SHA256.hex(of: bytes),
-            sourceURL: URL(string: source) ?? url, downloadedAt: Date(timeIntervalSince1970: 1_700_000_000))
+        try StagedFile.written(
+            bytes, in: stage, sourceURL: URL(string: source) ?? stage,
+            downloadedAt: Date(timeIntervalSince1970: 1_700_000_000))
     }
 
     /// Every entry of `url` in archive order, read back through libarchive: header and bytes.

@@ -1,6 +1,7 @@
 import DirectorySink
 import Foundation
 import MediaFetchCore
+import MediaFetchTesting
 
 #if canImport(Glibc)
     import Glibc
@@ -33,11 +34,7 @@ struct Fixture: ~Copyable {
 
     /// A downloaded file with `bytes`, as the pipeline would hand it over.
     func staged(_ bytes: Data, in folder: URL? = nil) throws -> StagedFile {
-        let url = (folder ?? stage).appendingPathComponent(UUID().uuidString + ".download")
-        try bytes.write(to: url)
-        return StagedFile(
-            url: url, size: Int64(bytes.count), sha256: SHA256.hex(of: bytes),
-            sourceURL: URL(fileURLWithPath: "/dev/null"))
+        try StagedFile.written(bytes, in: folder ?? stage, sourceURL: URL(fileURLWithPath: "/dev/null"))
     }
 
     func url(_ relative: String, under base: URL? = nil) -> URL {
