@@ -100,8 +100,8 @@ final class CurlEngine: @unchecked Sendable {
     /// How long a poll may wait: a second, or until the earliest paused transfer may go on (at least 1 ms).
     static func pollTimeout(until wake: ContinuousClock.Instant?) -> Int32 {
         guard let wake else { return 1000 }
-        let parts = (wake - .now).components
-        let milliseconds = parts.seconds * 1000 + parts.attoseconds / 1_000_000_000_000_000 + 1
+        // Rounded up, so the poll does not wake just before its time and spin.
+        let milliseconds = CurlTransport.milliseconds(wake - .now) + 1
         return Int32(clamping: max(1, min(1000, milliseconds)))
     }
 

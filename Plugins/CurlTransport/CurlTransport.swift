@@ -211,7 +211,8 @@ public final class CurlTransport: Transport {
         return easy
     }
 
-    private static func milliseconds(_ duration: Duration) -> Int {
+    /// Whole milliseconds in `duration`, rounded down (libcurl's timeouts, the engine's poll).
+    static func milliseconds(_ duration: Duration) -> Int {
         let components = duration.components
         return Int(components.seconds) * 1000 + Int(components.attoseconds / 1_000_000_000_000_000)
     }

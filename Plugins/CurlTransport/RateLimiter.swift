@@ -33,16 +33,11 @@ final class RateLimiter: Sendable {
     func pay(_ count: Int) -> Duration? {
         let now = ContinuousClock.now
         return bucket.withLock { bucket in
-            bucket.tokens = min(burst, bucket.tokens + rate * Self.seconds(now - bucket.refilled))
+            bucket.tokens = min(burst, bucket.tokens + rate * (now - bucket.refilled).seconds)
             bucket.refilled = now
             bucket.tokens -= Double(count)
             guard bucket.tokens < 0 else { return nil }
             return .microseconds(Int64((-bucket.tokens / rate * 1_000_000).rounded(.up)))
         }
-    }
-
-    private static func seconds(_ duration: Duration) -> Double {
-        let parts = duration.components
-        return Double(parts.seconds) + Double(parts.attoseconds) / 1e18
     }
 }

@@ -198,9 +198,7 @@ public final class DirectorySink: Sink {
     }
 
     deinit {
-        flusher.withLock { choice in
-            if case .group(let flush, _) = choice { flush.close() }
-        }
+        stopGroupFlushing()
     }
 
     /// Ends group flushing for the rest of the run: each store fsyncs its own file and folder.

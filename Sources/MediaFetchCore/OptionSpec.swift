@@ -114,8 +114,7 @@ public enum OptionValue: Sendable, Hashable, CustomStringConvertible {
 extension Duration {
     /// Seconds as a config would spell them: `30s`, `0.5s`.
     public var formattedSeconds: String {
-        let seconds = Double(components.seconds) + Double(components.attoseconds) / 1e18
-        return seconds == seconds.rounded() ? "\(Int(seconds))s" : "\(seconds)s"
+        seconds == seconds.rounded() ? "\(Int(seconds))s" : "\(seconds)s"
     }
 
     /// The duration in seconds, as a `Double` (for APIs that take a `TimeInterval`).
