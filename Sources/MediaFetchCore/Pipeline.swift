@@ -112,7 +112,7 @@ public struct Pipeline: Sendable {
     private func feedWorkers(_ run: RunState, known: [LedgerKey: LedgerEntry]) async throws {
         let (outputs, continuation) = AsyncThrowingStream.makeStream(of: SourceOutput.self)
         // The source runs a little ahead of the downloads, never the whole catalog ahead.
-        let credits = Credits(limit: max(64, options.concurrency * 4))
+        let credits = Slots(limit: max(64, options.concurrency * 4))
         let context = SourceContext(transport: transport, notice: { run.report(.notice($0)) })
 
         try await withThrowingTaskGroup(of: Bool.self) { group in

@@ -1,13 +1,15 @@
 import Synchronization
 
-/// At most `limit` holders at a time, the rest waiting in the order they came: the pipeline's transfer
-/// slots, which a download holds while bytes move and gives back before its file is stored (a store
-/// that waits on the disk then lets the next download start).
+/// At most `limit` holders at a time, the rest waiting in the order they came. The pipeline uses two: its
+/// transfer slots, which a download holds while bytes move and gives back before its file is stored (a
+/// store that waits on the disk then lets the next download start), and the source's credits, so the source
+/// runs only a little ahead of the downloads. ``close()`` ends every wait, for a consumer that has left.
 final class Slots: Sendable {
     private struct State {
         var available: Int
         var waiters: [(id: UInt64, continuation: CheckedContinuation<Void, any Error>)] = []
         var nextID: UInt64 = 0
+        var closed = false
     }
 
     private let state: Mutex<State>
@@ -17,7 +19,8 @@ final class Slots: Sendable {
     }
 
     /// Takes a slot, waiting for one when all are taken.
-    /// - Throws: `CancellationError` when the calling task is cancelled first; no slot is then taken.
+    /// - Throws: `CancellationError` when the calling task is cancelled first, or the slots are closed; no
+    ///   slot is then taken.
     func acquire() async throws {
         let id = state.withLock { state in
             defer { state.nextID += 1 }
@@ -27,7 +30,7 @@ final class Slots: Sendable {
             try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Void, any Error>) in
                 let outcome: Result<Void, any Error>? = state.withLock { state in
                     // A cancellation before this point found no waiter to end; it is seen here instead.
-                    if Task.isCancelled { return .failure(CancellationError()) }
+                    if Task.isCancelled || state.closed { return .failure(CancellationError()) }
                     if state.available > 0 {
                         state.available -= 1
                         return .success(())
@@ -56,6 +59,16 @@ final class Slots: Sendable {
             return state.waiters.removeFirst().continuation
         }
         next?.resume()
+    }
+
+    /// Ends every wait, now and later, with `CancellationError`.
+    func close() {
+        let waiters = state.withLock { state in
+            state.closed = true
+            defer { state.waiters = [] }
+            return state.waiters.map(\.continuation)
+        }
+        for waiter in waiters { waiter.resume(throwing: CancellationError()) }
     }
 
     /// Slots free right now (for tests).

@@ -46,4 +46,16 @@ struct SlotsTests {
         slots.release()
         #expect(slots.available == 1)
     }
+
+    @Test func closingEndsEveryWaitNowAndLater() async throws {
+        let slots = Slots(limit: 1)
+        try await slots.acquire()
+        let waiter = Task { try await slots.acquire() }
+        let deadline = ContinuousClock.now + .seconds(30)
+        while slots.waiters < 1 && ContinuousClock.now < deadline { await Task.yield() }
+        slots.close()
+        await #expect(throws: CancellationError.self) { try await waiter.value }
+        slots.release()
+        await #expect(throws: CancellationError.self) { try await slots.acquire() }
+    }
 }
