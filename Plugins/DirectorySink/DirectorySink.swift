@@ -162,39 +162,45 @@ public final class DirectorySink: Sink {
     ///   name is untouched, except when only the flush after the rename failed: the file is then in place but
     ///   not recorded, and the next run fetches it again.
     public func store(_ file: StagedFile, as plan: StoragePlan) async throws -> String {
-        var placement = SafePlacement(root: root, relativePath: plan.relativePath, item: plan.item, sync: sync)
+        let placement = SafePlacement(root: root, relativePath: plan.relativePath, item: plan.item, sync: sync)
         if sync, let flush = try groupFlush(covering: file.url) {
-            // A group flush replaces the fsyncs of the file and its folder (see GroupFlush): a syncfs before
-            // the rename for the bytes, a shared fsync of the folder after it for the name. A copy into another
-            // filesystem mounted below the root is flushed on its own.
-            do {
-                try await flush.barrier()
-            } catch {
-                // The failure may be another file's: from now on each file is fsynced, which names its own.
-                stopGroupFlushing()
-                try placement.place(file.url)
-                collector.stored(plan, file: file)
-                return plan.relativePath
-            }
-            placement.sync = false
-            placement.flushesCopies = true
-            try placement.checkWrittenBack(file.url)
-            let folder = try placement.placeKeepingFolder(file.url)
-            do {
-                try await flush.flushFolder(folder.raw)
-            } catch {
-                stopGroupFlushing()
-                guard fsync(folder.raw) == 0 else {
-                    throw placement.failure(
-                        "the file is in place, but its folder could not be flushed to disk (\(errorText(errno))); "
-                            + "it is not recorded as stored, so the next run fetches it again")
-                }
-            }
+            try await place(file.url, with: placement, flushedBy: flush)
         } else {
             try placement.place(file.url)
         }
         collector.stored(plan, file: file)
         return plan.relativePath
+    }
+
+    /// `placement` with a group flush in place of the fsyncs of the file and its folder (see GroupFlush): a
+    /// syncfs before the rename for the bytes, a shared fsync of the folder after it for the name. A copy
+    /// into another filesystem mounted below the root is flushed on its own.
+    private func place(
+        _ staged: URL, with placement: SafePlacement, flushedBy flush: GroupFlush
+    ) async throws {
+        do {
+            try await flush.barrier()
+        } catch {
+            // The failure may be another file's: from now on each file is fsynced, which names its own.
+            stopGroupFlushing()
+            try placement.place(staged)
+            return
+        }
+        var grouped = placement
+        grouped.sync = false
+        grouped.flushesCopies = true
+        try grouped.checkWrittenBack(staged)
+        let folder = try grouped.placeKeepingFolder(staged)
+        do {
+            try await flush.flushFolder(folder.raw)
+        } catch {
+            stopGroupFlushing()
+            guard fsync(folder.raw) == 0 else {
+                throw grouped.failure(
+                    "the file is in place, but its folder could not be flushed to disk (\(errorText(errno))); "
+                        + "it is not recorded as stored, so the next run fetches it again")
+            }
+        }
     }
 
     deinit {
