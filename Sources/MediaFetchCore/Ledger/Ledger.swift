@@ -36,8 +36,9 @@ public final class Ledger: Sendable {
         """
     ]
 
-    private struct State {
-        var database: SQLiteDatabase
+    /// Writes waiting for the next batch. Its lock is held only to add or take writes, never while SQLite
+    /// works: a curl engine's thread records each answer here, and must not wait for a commit.
+    private struct Queue {
         var pending: [Write] = []
         var lastFlush = ContinuousClock.now
     }
@@ -48,9 +49,19 @@ public final class Ledger: Sendable {
         case stored(LedgerKey, StoredRecord)
         case failed(LedgerKey, reason: String, received: Int64)
         case paused(LedgerKey, received: Int64)
+
+        var key: LedgerKey {
+            switch self {
+            case .begin(let key, _, _), .responded(let key, _, _), .stored(let key, _), .failed(let key, _, _),
+                .paused(let key, _):
+                key
+            }
+        }
     }
 
-    private let state: Mutex<State>
+    private let queue = Mutex(Queue())
+    /// The connection: held while a batch is written or the ledger is read, so batches land in order.
+    private let database: Mutex<SQLiteDatabase>
     public let url: URL
     private let batchSize: Int
     private let batchAge: Duration
@@ -67,7 +78,7 @@ public final class Ledger: Sendable {
         let database = try SQLiteDatabase(path: url.path)
         try database.execute("PRAGMA journal_mode = WAL; PRAGMA synchronous = NORMAL;")
         try Self.migrate(database)
-        state = Mutex(State(database: database))
+        self.database = Mutex(database)
         self.batchSize = batchSize
         self.batchAge = batchAge
     }
@@ -91,9 +102,9 @@ public final class Ledger: Sendable {
 
     /// What the ledger knows of one asset; pending writes are committed first.
     public func entry(_ key: LedgerKey) throws -> LedgerEntry? {
-        try state.withLock { state in
-            try Self.commit(&state)
-            let statement = try state.database.prepare(Self.select + " WHERE source = ? AND item_id = ? AND asset = ?")
+        try database.withLock { database in
+            try commit(database)
+            let statement = try database.prepare(Self.select + " WHERE source = ? AND item_id = ? AND asset = ?")
             return try statement.rows([.text(key.source), .text(key.itemID), .text(key.asset.rawValue)], Self.read)
                 .first
         }
@@ -101,17 +112,17 @@ public final class Ledger: Sendable {
 
     /// Every entry, ordered by key for a stable listing.
     public func entries() throws -> [LedgerEntry] {
-        try state.withLock { state in
-            try Self.commit(&state)
-            return try state.database.prepare(Self.select + " ORDER BY source, item_id, asset").rows([], Self.read)
+        try database.withLock { database in
+            try commit(database)
+            return try database.prepare(Self.select + " ORDER BY source, item_id, asset").rows([], Self.read)
         }
     }
 
     /// Every entry of one source, by key: one query at the start of a run instead of one per item.
     public func entries(source: String) throws -> [LedgerKey: LedgerEntry] {
-        try state.withLock { state in
-            try Self.commit(&state)
-            let rows = try state.database.prepare(Self.select + " WHERE source = ?").rows([.text(source)], Self.read)
+        try database.withLock { database in
+            try commit(database)
+            let rows = try database.prepare(Self.select + " WHERE source = ?").rows([.text(source)], Self.read)
             return Dictionary(rows.map { ($0.key, $0) }, uniquingKeysWith: { first, _ in first })
         }
     }
@@ -166,99 +177,169 @@ public final class Ledger: Sendable {
     /// The run stopped with `receivedBytes` of the file kept for a resume.
     public func paused(_ key: LedgerKey, receivedBytes: Int64) { enqueue(.paused(key, received: receivedBytes)) }
 
-    /// Commits queued writes when the batch is big or old enough.
+    /// Commits queued writes when the batch is big or old enough. When another thread is writing a batch
+    /// already, returns at once: the writes wait for the next chance rather than the caller for the disk.
     public func flushIfDue() throws {
-        try state.withLock { state in
-            guard !state.pending.isEmpty,
-                state.pending.count >= batchSize || ContinuousClock.now - state.lastFlush >= batchAge
-            else { return }
-            try Self.commit(&state)
+        let due = queue.withLock { queue in
+            !queue.pending.isEmpty
+                && (queue.pending.count >= batchSize || ContinuousClock.now - queue.lastFlush >= batchAge)
         }
+        guard due else { return }
+        try database.withLockIfAvailable { try commit($0) }
     }
 
     /// Commits every queued write.
     public func flush() throws {
-        try state.withLock { try Self.commit(&$0) }
+        try database.withLock { try commit($0) }
     }
 
     /// Forgets everything (`mediafetch clean --all`).
     public func removeAll() throws {
-        try state.withLock { state in
-            state.pending.removeAll()
-            try state.database.execute("DELETE FROM items")
+        try database.withLock { database in
+            queue.withLock { $0.pending.removeAll() }
+            try database.execute("DELETE FROM items")
         }
     }
 
     /// Forgets partial progress: partial entries go back to pending (`mediafetch clean`).
     public func forgetPartials() throws {
-        try state.withLock { state in
-            try Self.commit(&state)
-            try state.database.execute(
+        try database.withLock { database in
+            try commit(database)
+            try database.execute(
                 "UPDATE items SET status = 'pending', received_bytes = 0 WHERE status IN ('partial', 'pending')")
         }
     }
 
-    private func enqueue(_ write: Write) {
-        state.withLock { $0.pending.append(write) }
+    /// Runs `body` while holding the connection, as writing a batch does (for tests of what must not wait).
+    func whileHoldingTheConnection<T>(_ body: () -> T) -> T {
+        database.withLock { _ in body() }
     }
 
-    private static func commit(_ state: inout State) throws {
-        state.lastFlush = .now
-        guard !state.pending.isEmpty else { return }
-        let writes = state.pending
-        state.pending.removeAll(keepingCapacity: true)
-        let database = state.database
-        let now = Date().timeIntervalSince1970
+    private func enqueue(_ write: Write) {
+        queue.withLock { $0.pending.append(write) }
+    }
+
+    /// Takes the queued writes and commits them in one transaction; the caller holds ``database``.
+    private func commit(_ database: SQLiteDatabase) throws {
+        var writes: [Write] = []
+        queue.withLock { queue in
+            queue.lastFlush = .now
+            swap(&writes, &queue.pending)
+        }
+        guard !writes.isEmpty else { return }
+        try Self.apply(writes, to: database, at: Date().timeIntervalSince1970)
+    }
+
+    /// The common life of a download within one batch: begun, answered (once or more) and stored. Such a key
+    /// is written with one statement instead of three; any other mix of writes runs write by write.
+    private enum Download {
+        case begun(title: String, url: String)
+        case answered(title: String, url: String, validator: Validator?)
+        case stored(title: String, url: String, validator: Validator?, record: StoredRecord)
+        case other
+
+        func then(_ write: Write) -> Download {
+            switch (self, write) {
+            case (.begun(let title, let url), .responded(_, let validator, _)),
+                (.answered(let title, let url, _), .responded(_, let validator, _)):
+                .answered(title: title, url: url, validator: validator)
+            case (.answered(let title, let url, let validator), .stored(_, let record)):
+                .stored(title: title, url: url, validator: validator, record: record)
+            default: .other
+            }
+        }
+    }
+
+    private static func apply(_ writes: [Write], to database: SQLiteDatabase, at now: Double) throws {
+        var downloads: [LedgerKey: Download] = [:]
+        for write in writes {
+            let key = write.key
+            if let download = downloads[key] {
+                downloads[key] = download.then(write)
+            } else if case .begin(_, let title, let url) = write {
+                downloads[key] = .begun(title: title, url: url)
+            } else {
+                downloads[key] = .other
+            }
+        }
         try database.transaction {
             for write in writes {
-                switch write {
-                case .begin(let key, let title, let url):
+                let key = write.key
+                if case .stored(let title, let url, let validator, let record) = downloads[key] {
+                    // The key's last write stands for all of them (rows do not depend on each other).
+                    guard case .stored = write else { continue }
                     try database.cached(
                         """
-                        INSERT INTO items (source, item_id, asset, title, url, status, attempts, updated_at)
-                        VALUES (?, ?, ?, ?, ?, 'pending', 1, ?)
+                        INSERT INTO items (source, item_id, asset, title, url, etag, last_modified, expected_bytes,
+                            received_bytes, sha256, status, attempts, location, updated_at)
+                        VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'stored', 1, ?, ?)
                         ON CONFLICT (source, item_id, asset) DO UPDATE SET
-                            title = excluded.title, url = excluded.url, attempts = attempts + 1,
-                            status = CASE WHEN status = 'stored' THEN 'pending' ELSE status END,
+                            title = excluded.title, url = excluded.url, etag = excluded.etag,
+                            last_modified = excluded.last_modified, expected_bytes = excluded.expected_bytes,
+                            received_bytes = excluded.received_bytes, sha256 = excluded.sha256, status = 'stored',
+                            reason = NULL, attempts = attempts + 1, location = excluded.location,
                             updated_at = excluded.updated_at
                         """
-                    ).run(key.values + [.text(title), .text(url), .real(now)])
-                case .responded(let key, let validator, let expected):
-                    try database.cached(
-                        """
-                        UPDATE items SET etag = ?, last_modified = ?, expected_bytes = ?, status = 'partial',
-                            updated_at = ? WHERE source = ? AND item_id = ? AND asset = ?
-                        """
                     ).run(
-                        [.text(validator?.etag), .text(validator?.lastModified), .integer(expected), .real(now)]
-                            + key.values)
-                case .stored(let key, let record):
-                    try database.cached(
-                        """
-                        UPDATE items SET status = 'stored', location = ?, received_bytes = ?, expected_bytes = ?,
-                            sha256 = ?, reason = NULL, updated_at = ? WHERE source = ? AND item_id = ? AND asset = ?
-                        """
-                    ).run(
-                        [
-                            .text(record.location), .integer(record.size), .integer(record.size),
-                            .text(record.sha256), .real(now),
-                        ] + key.values)
-                case .failed(let key, let reason, let received):
-                    try database.cached(
-                        """
-                        UPDATE items SET status = 'failed', reason = ?, received_bytes = ?, updated_at = ?
-                        WHERE source = ? AND item_id = ? AND asset = ?
-                        """
-                    ).run([.text(reason), .integer(received), .real(now)] + key.values)
-                case .paused(let key, let received):
-                    try database.cached(
-                        """
-                        UPDATE items SET status = 'partial', received_bytes = ?, updated_at = ?
-                        WHERE source = ? AND item_id = ? AND asset = ? AND status != 'stored'
-                        """
-                    ).run([.integer(received), .real(now)] + key.values)
+                        key.values + [
+                            .text(title), .text(url), .text(validator?.etag), .text(validator?.lastModified),
+                            .integer(record.size), .integer(record.size), .text(record.sha256),
+                            .text(record.location), .real(now),
+                        ])
+                    continue
                 }
+                try apply(write, to: database, at: now)
             }
+        }
+    }
+
+    private static func apply(_ write: Write, to database: SQLiteDatabase, at now: Double) throws {
+        switch write {
+        case .begin(let key, let title, let url):
+            try database.cached(
+                """
+                INSERT INTO items (source, item_id, asset, title, url, status, attempts, updated_at)
+                VALUES (?, ?, ?, ?, ?, 'pending', 1, ?)
+                ON CONFLICT (source, item_id, asset) DO UPDATE SET
+                    title = excluded.title, url = excluded.url, attempts = attempts + 1,
+                    status = CASE WHEN status = 'stored' THEN 'pending' ELSE status END,
+                    updated_at = excluded.updated_at
+                """
+            ).run(key.values + [.text(title), .text(url), .real(now)])
+        case .responded(let key, let validator, let expected):
+            try database.cached(
+                """
+                UPDATE items SET etag = ?, last_modified = ?, expected_bytes = ?, status = 'partial',
+                    updated_at = ? WHERE source = ? AND item_id = ? AND asset = ?
+                """
+            ).run(
+                [.text(validator?.etag), .text(validator?.lastModified), .integer(expected), .real(now)]
+                    + key.values)
+        case .stored(let key, let record):
+            try database.cached(
+                """
+                UPDATE items SET status = 'stored', location = ?, received_bytes = ?, expected_bytes = ?,
+                    sha256 = ?, reason = NULL, updated_at = ? WHERE source = ? AND item_id = ? AND asset = ?
+                """
+            ).run(
+                [
+                    .text(record.location), .integer(record.size), .integer(record.size),
+                    .text(record.sha256), .real(now),
+                ] + key.values)
+        case .failed(let key, let reason, let received):
+            try database.cached(
+                """
+                UPDATE items SET status = 'failed', reason = ?, received_bytes = ?, updated_at = ?
+                WHERE source = ? AND item_id = ? AND asset = ?
+                """
+            ).run([.text(reason), .integer(received), .real(now)] + key.values)
+        case .paused(let key, let received):
+            try database.cached(
+                """
+                UPDATE items SET status = 'partial', received_bytes = ?, updated_at = ?
+                WHERE source = ? AND item_id = ? AND asset = ? AND status != 'stored'
+                """
+            ).run([.integer(received), .real(now)] + key.values)
         }
     }
 }

@@ -1,0 +1,140 @@
+import Foundation
+import MediaFetchTesting
+import Testing
+
+@testable import MediaFetchCore
+
+/// A batch writes a whole download (begun, answered, stored) as one statement: the rows must come out
+/// exactly as when every write is committed on its own.
+@Suite("Ledger batches")
+struct LedgerTests {
+    /// A fresh ledger in a folder of its own.
+    static func ledger() throws -> Ledger {
+        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("ledger-\(UUID().uuidString)")
+        return try Ledger(directory: folder)
+    }
+
+    /// One write, chosen at random, for one of a few keys.
+    enum Step {
+        case begin(LedgerKey, title: String, url: URL)
+        case responded(LedgerKey, Validator?, Int64?)
+        case stored(LedgerKey, StoredRecord)
+        case failed(LedgerKey, String, Int64)
+        case paused(LedgerKey, Int64)
+
+        func apply(to ledger: Ledger) {
+            switch self {
+            case .begin(let key, let title, let url): ledger.begin(key, title: title, url: url)
+            case .responded(let key, let validator, let expected):
+                ledger.responded(key, validator: validator, expectedBytes: expected)
+            case .stored(let key, let record): ledger.stored(key, record)
+            case .failed(let key, let reason, let received): ledger.failed(key, reason: reason, receivedBytes: received)
+            case .paused(let key, let received): ledger.paused(key, receivedBytes: received)
+            }
+        }
+    }
+
+    /// Mostly whole downloads, interleaved across keys, with retries, failures and pauses mixed in.
+    static func steps(seed: UInt64, count: Int) -> [Step] {
+        var random = SplitMix64(seed: seed)
+        let keys = (0..<6).map { LedgerKey(source: "urls", itemID: "item-\($0)", asset: .preview) }
+        var steps: [Step] = []
+        while steps.count < count {
+            let key = keys.randomElement(using: &random) ?? keys[0]
+            let n = Int.random(in: 0..<1000, using: &random)
+            let validator: Validator? =
+                switch n % 4 {
+                case 0: nil
+                case 1: Validator(etag: "\"e\(n)\"")
+                case 2: Validator(lastModified: "Sun, 29 Nov 2026 20:\(n % 60):00 GMT")
+                default: Validator(etag: "\"e\(n)\"", lastModified: "Sun, 29 Nov 2026 21:00:00 GMT")
+                }
+            switch Int.random(in: 0..<10, using: &random) {
+            case 0..<5:
+                // The common whole download, sometimes answered twice.
+                steps.append(.begin(key, title: "Song \(n)", url: URL(string: "http://127.0.0.1/\(n).m4a")!))
+                steps.append(.responded(key, validator, Int64(n * 10)))
+                if n % 5 == 0 { steps.append(.responded(key, nil, nil)) }
+                steps.append(
+                    .stored(
+                        key,
+                        StoredRecord(location: "Song \(n).m4a", size: Int64(n), sha256: n % 2 == 0 ? "ab\(n)" : nil)))
+            case 5: steps.append(.begin(key, title: "Song \(n)", url: URL(string: "http://127.0.0.1/\(n)")!))
+            case 6: steps.append(.responded(key, validator, n % 3 == 0 ? nil : Int64(n)))
+            case 7: steps.append(.stored(key, StoredRecord(location: "\(n).m4a", size: Int64(n), sha256: nil)))
+            case 8: steps.append(.failed(key, "failed \(n)", Int64(n)))
+            default: steps.append(.paused(key, Int64(n)))
+            }
+        }
+        return steps
+    }
+
+    /// The rows, without the time of their last write.
+    static func rows(_ ledger: Ledger) throws -> [LedgerEntry] {
+        try ledger.entries().map { entry in
+            var entry = entry
+            entry.updatedAt = Date(timeIntervalSince1970: 0)
+            return entry
+        }
+    }
+
+    @Test(arguments: [1, 2, 3, 4, 5, 6, 7, 8] as [UInt64])
+    func batchedWritesLeaveTheRowsThatSingleWritesLeave(seed: UInt64) throws {
+        let single = try Self.ledger()
+        let batched = try Self.ledger()
+        let steps = Self.steps(seed: seed, count: 120)
+        for (index, step) in steps.enumerated() {
+            step.apply(to: single)
+            try single.flush()
+            step.apply(to: batched)
+            // Batches of varied length, so that downloads are cut at every point.
+            if index % (Int(seed) + 4) == 0 { try batched.flush() }
+        }
+        let expected = try Self.rows(single)
+        #expect(expected.count == 6)
+        #expect(try Self.rows(batched) == expected)
+    }
+
+    @Test func aWholeDownloadInOneBatchIsRecordedStored() throws {
+        let ledger = try Self.ledger()
+        let key = LedgerKey(source: "urls", itemID: "1", asset: .preview)
+        let url = URL(string: "http://127.0.0.1/1.m4a")!
+        for attempt in 1...2 {
+            ledger.begin(key, title: "One", url: url)
+            ledger.responded(key, validator: Validator(etag: "\"v\(attempt)\""), expectedBytes: 99)
+            ledger.stored(key, StoredRecord(location: "One.m4a", size: 100, sha256: nil))
+            try ledger.flush()
+        }
+        let entry = try #require(try ledger.entry(key))
+        #expect(entry.status == .stored)
+        #expect(entry.attempts == 2)
+        #expect(entry.validator == Validator(etag: "\"v2\""))
+        #expect(entry.expectedBytes == 100)
+        #expect(entry.receivedBytes == 100)
+        #expect(entry.location == "One.m4a")
+        #expect(entry.title == "One")
+        #expect(entry.url == url.absoluteString)
+    }
+
+    @Test func recordingNeverWaitsForABatchBeingWritten() throws {
+        let ledger = try Self.ledger()
+        let key = LedgerKey(source: "urls", itemID: "held", asset: .preview)
+        let url = URL(string: "http://127.0.0.1/held.m4a")!
+        // While the connection is held (as a commit holds it), another thread records an answer and finds a
+        // batch due, as a curl engine's thread does: it must neither wait nor fail.
+        let done = DispatchSemaphore(value: 0)
+        let waited = ledger.whileHoldingTheConnection {
+            Thread.detachNewThread {
+                ledger.begin(key, title: "Held", url: url)
+                for _ in 0..<300 { ledger.responded(key, validator: nil, expectedBytes: 1) }
+                try? ledger.flushIfDue()
+                done.signal()
+            }
+            // Generous: the writes take microseconds; only a thread stuck on the lock takes this long.
+            return done.wait(timeout: .now() + 30)
+        }
+        if waited == .timedOut { done.wait() }
+        #expect(waited == .success)
+        #expect(try ledger.entry(key)?.status == .partial)
+    }
+}
