@@ -137,4 +137,25 @@ struct LedgerTests {
         #expect(waited == .success)
         #expect(try ledger.entry(key)?.status == .partial)
     }
+
+    @Test func aLedgerOfTheFirstSchemaIsMigratedWithItsRows() throws {
+        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("ledger-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        let path = folder.appendingPathComponent(Ledger.fileName).path
+        do {
+            let old = try SQLiteDatabase(path: path)
+            try old.execute(Ledger.migrations[0])
+            try old.execute("PRAGMA user_version = 1")
+            try old.execute(
+                "INSERT INTO items (source, item_id, asset, url, status, updated_at) "
+                    + "VALUES ('urls', '7', 'preview', 'http://127.0.0.1/7', 'stored', 0)")
+        }
+        let ledger = try Ledger(directory: folder)
+        #expect(try ledger.entry(LedgerKey(source: "urls", itemID: "7", asset: .preview))?.status == .stored)
+        let database = try SQLiteDatabase(path: path)
+        #expect(try database.userVersion == Ledger.migrations.count)
+        let indexes = try database.prepare("SELECT name FROM sqlite_master WHERE type = 'index' AND name = ?")
+            .rows([.text("items_by_status")]) { $0.text(0) }
+        #expect(indexes.isEmpty)
+    }
 }

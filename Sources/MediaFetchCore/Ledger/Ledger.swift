@@ -33,7 +33,10 @@ public final class Ledger: Sendable {
             PRIMARY KEY (source, item_id, asset)
         ) WITHOUT ROWID;
         CREATE INDEX items_by_status ON items (status);
-        """
+        """,
+        // No query needs the status index (a ledger holds a catalog's worth of rows, read whole), and each
+        // change of status cost two writes to it.
+        "DROP INDEX IF EXISTS items_by_status;",
     ]
 
     /// Writes waiting for the next batch. Its lock is held only to add or take writes, never while SQLite
