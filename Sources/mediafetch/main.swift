@@ -7,6 +7,12 @@ import MediaFetchCLI
     // Two malloc arenas are plenty on the two cores this runs on; glibc's default (eight per core) keeps
     // megabytes resident for every thread that touched the heap.
     _ = mallopt(M_ARENA_MAX, 2)
+    // Fixed thresholds, so that freed memory stays for the next transfer: libcurl allocates a 128 KiB receive
+    // buffer per transfer, and with glibc's adaptive ones each was handed back to the kernel and faulted in
+    // again page by page (16,000 page faults in a run of 2,000 files; 3,000 with these). Peak memory is
+    // unchanged.
+    _ = mallopt(M_MMAP_THRESHOLD, 1 << 20)
+    _ = mallopt(M_TRIM_THRESHOLD, 4 << 20)
 #endif
 
 exit(await CLI.main(Array(CommandLine.arguments.dropFirst())))
