@@ -55,7 +55,8 @@ struct NamingFastPathTests {
     @Test func theDeviceNameGuardChangesNoAnswer() {
         var random = SplitMix64(seed: 13)
         let pieces = [
-            "con", "CON", "Com1", "lpt¹", "aux", "nul", "conin$", "CONOUT$", " ", "  ", ".", ".txt", "ı", "x", "ß",
+            "con", "CON", "Com1", "lpt¹", "lpt3", "aux", "nul", "conin$", "CONOUT$", " ", "  ", ".", ".txt", "ı", "x",
+            "ß",
         ]
         for _ in 0..<5_000 {
             let text = (0..<Int.random(in: 1...5, using: &random)).map { _ in pieces.randomElement(using: &random)! }

@@ -221,6 +221,22 @@ public enum SafeName {
     /// Windows treats `CON`, `con.txt` and `Con .tar.gz` alike: the name up to its first dot, trailing
     /// spaces ignored, compared without case.
     static func isDeviceName(_ name: String) -> Bool {
+        isASCII(name) ? isASCIIDeviceName(name) : isUnicodeDeviceName(name)
+    }
+
+    /// ``isDeviceName(_:)`` on the bytes of ASCII text: every store of a many-file run asks, and the
+    /// Character-level answer cost 40,000 instructions a name.
+    static func isASCIIDeviceName(_ name: String) -> Bool {
+        var base = name.utf8.prefix { $0 != UInt8(ascii: ".") }
+        while base.last == UInt8(ascii: " ") { base = base.dropLast() }
+        guard (3...7).contains(base.count) else { return false }
+        // ASCII upper case: a-z less 32.
+        let upper = base.map { (0x61...0x7A).contains($0) ? $0 - 0x20 : $0 }
+        return deviceNames.contains(String(decoding: upper, as: UTF8.self))
+    }
+
+    /// ``isDeviceName(_:)`` for any text.
+    static func isUnicodeDeviceName(_ name: String) -> Bool {
         let base = name.split(separator: ".", maxSplits: 1, omittingEmptySubsequences: false).first ?? ""
         // Device names are a few bytes long (the longest, CONOUT$, is 7, and no spelling that uppercases to
         // one is over 16): most names are ruled out here, before the Unicode work below.
