@@ -233,66 +233,124 @@ public final class Ledger: Sendable {
         try Self.apply(writes, to: database, at: Date().timeIntervalSince1970)
     }
 
-    /// The common life of a download within one batch: begun, answered (once or more) and stored. Such a key
-    /// is written with one statement instead of three; any other mix of writes runs write by write.
-    private enum Download {
-        case begun(title: String, url: String)
-        case answered(title: String, url: String, validator: Validator?)
-        case stored(title: String, url: String, validator: Validator?, record: StoredRecord)
-        case other
+    /// The common life of a download: begun, answered (once or more), stored. A batch that holds all of it
+    /// for a key, or the part before or after the answer, writes that key with one statement instead of
+    /// two or three; any other mix of writes for a key runs write by write.
+    private struct Download {
+        var begun: (title: String, url: String)?
+        var answer: (validator: Validator?, expected: Int64?)?
+        var stored: StoredRecord?
 
-        func then(_ write: Write) -> Download {
-            switch (self, write) {
-            case (.begun(let title, let url), .responded(_, let validator, _)),
-                (.answered(let title, let url, _), .responded(_, let validator, _)):
-                .answered(title: title, url: url, validator: validator)
-            case (.answered(let title, let url, let validator), .stored(_, let record)):
-                .stored(title: title, url: url, validator: validator, record: record)
-            default: .other
+        /// The fold of a key's first write, or nil when it starts no download.
+        init?(_ write: Write) {
+            switch write {
+            case .begin(_, let title, let url): begun = (title, url)
+            case .responded(_, let validator, let expected): answer = (validator, expected)
+            default: return nil
+            }
+        }
+
+        /// The fold with one more write, or nil when the two no longer make a download.
+        func then(_ write: Write) -> Download? {
+            var next = self
+            switch write {
+            case .responded(_, let validator, let expected) where stored == nil:
+                next.answer = (validator, expected)
+            case .stored(_, let record) where answer != nil && stored == nil:
+                next.stored = record
+            default: return nil
+            }
+            return next
+        }
+
+        /// Whether one statement stands for more than one write.
+        var merges: Bool { answer != nil && (begun != nil || stored != nil) }
+    }
+
+    private static func apply(_ writes: [Write], to database: SQLiteDatabase, at now: Double) throws {
+        var downloads: [LedgerKey: Download?] = [:]
+        for write in writes {
+            let key = write.key
+            if let download = downloads[key] {
+                downloads[key] = download?.then(write)
+            } else {
+                downloads[key] = Download(write)
+            }
+        }
+        var merged: Set<LedgerKey> = []
+        try database.transaction {
+            for write in writes {
+                let key = write.key
+                guard let download = downloads[key] ?? nil, download.merges else {
+                    try apply(write, to: database, at: now)
+                    continue
+                }
+                // Rows do not depend on each other: the key's first write runs the statement for all of its writes.
+                if merged.insert(key).inserted { try apply(download, key, to: database, at: now) }
             }
         }
     }
 
-    private static func apply(_ writes: [Write], to database: SQLiteDatabase, at now: Double) throws {
-        var downloads: [LedgerKey: Download] = [:]
-        for write in writes {
-            let key = write.key
-            if let download = downloads[key] {
-                downloads[key] = download.then(write)
-            } else if case .begin(_, let title, let url) = write {
-                downloads[key] = .begun(title: title, url: url)
-            } else {
-                downloads[key] = .other
-            }
-        }
-        try database.transaction {
-            for write in writes {
-                let key = write.key
-                if case .stored(let title, let url, let validator, let record) = downloads[key] {
-                    // The key's last write stands for all of them (rows do not depend on each other).
-                    guard case .stored = write else { continue }
-                    try database.cached(
-                        """
-                        INSERT INTO items (source, item_id, asset, title, url, etag, last_modified, expected_bytes,
-                            received_bytes, sha256, status, attempts, location, updated_at)
-                        VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'stored', 1, ?, ?)
-                        ON CONFLICT (source, item_id, asset) DO UPDATE SET
-                            title = excluded.title, url = excluded.url, etag = excluded.etag,
-                            last_modified = excluded.last_modified, expected_bytes = excluded.expected_bytes,
-                            received_bytes = excluded.received_bytes, sha256 = excluded.sha256, status = 'stored',
-                            reason = NULL, attempts = attempts + 1, location = excluded.location,
-                            updated_at = excluded.updated_at
-                        """
-                    ).run(
-                        key.values + [
-                            .text(title), .text(url), .text(validator?.etag), .text(validator?.lastModified),
-                            .integer(record.size), .integer(record.size), .text(record.sha256),
-                            .text(record.location), .real(now),
-                        ])
-                    continue
-                }
-                try apply(write, to: database, at: now)
-            }
+    /// One statement for a download's writes (see ``Download``); each leaves the row as the writes would.
+    private static func apply(
+        _ download: Download, _ key: LedgerKey, to database: SQLiteDatabase, at now: Double
+    )
+        throws
+    {
+        let validator = download.answer?.validator ?? nil
+        switch (download.begun, download.stored) {
+        case (let (title, url)?, let record?):
+            try database.cached(
+                """
+                INSERT INTO items (source, item_id, asset, title, url, etag, last_modified, expected_bytes,
+                    received_bytes, sha256, status, attempts, location, updated_at)
+                VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'stored', 1, ?, ?)
+                ON CONFLICT (source, item_id, asset) DO UPDATE SET
+                    title = excluded.title, url = excluded.url, etag = excluded.etag,
+                    last_modified = excluded.last_modified, expected_bytes = excluded.expected_bytes,
+                    received_bytes = excluded.received_bytes, sha256 = excluded.sha256, status = 'stored',
+                    reason = NULL, attempts = attempts + 1, location = excluded.location,
+                    updated_at = excluded.updated_at
+                """
+            ).run(
+                key.values + [
+                    .text(title), .text(url), .text(validator?.etag), .text(validator?.lastModified),
+                    .integer(record.size), .integer(record.size), .text(record.sha256), .text(record.location),
+                    .real(now),
+                ])
+        case (let (title, url)?, nil):
+            try database.cached(
+                """
+                INSERT INTO items (source, item_id, asset, title, url, etag, last_modified, expected_bytes, status,
+                    attempts, updated_at)
+                VALUES (?, ?, ?, ?, ?, ?, ?, ?, 'partial', 1, ?)
+                ON CONFLICT (source, item_id, asset) DO UPDATE SET
+                    title = excluded.title, url = excluded.url, etag = excluded.etag,
+                    last_modified = excluded.last_modified, expected_bytes = excluded.expected_bytes,
+                    status = 'partial', attempts = attempts + 1, updated_at = excluded.updated_at
+                """
+            ).run(
+                key.values + [
+                    .text(title), .text(url), .text(validator?.etag), .text(validator?.lastModified),
+                    .integer(download.answer?.expected ?? nil), .real(now),
+                ])
+        case (nil, let record?):
+            try database.cached(
+                """
+                UPDATE items SET etag = ?, last_modified = ?, status = 'stored', location = ?, received_bytes = ?,
+                    expected_bytes = ?, sha256 = ?, reason = NULL, updated_at = ?
+                WHERE source = ? AND item_id = ? AND asset = ?
+                """
+            ).run(
+                [
+                    .text(validator?.etag), .text(validator?.lastModified), .text(record.location),
+                    .integer(record.size), .integer(record.size), .text(record.sha256), .real(now),
+                ] + key.values)
+        case (nil, nil):
+            // A lone answer merges nothing (``Download/merges``); written as it is, for completeness.
+            try apply(
+                .responded(key, validator: validator, expected: download.answer?.expected ?? nil), to: database, at: now
+            )
         }
     }
 
