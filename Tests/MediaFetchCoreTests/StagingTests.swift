@@ -53,6 +53,22 @@ struct StagingTests {
         #expect(FileManager.default.fileExists(atPath: staging.appendingPathComponent("README").path))
     }
 
+    /// A staging file's folder is the one ``Pipeline/shard(ofStagingName:)`` reads back from its name, and the
+    /// path is what appending the folder and the name gives.
+    @Test func stagingFilesLieInTheFolderTheirNameNames() {
+        let staging = URL(fileURLWithPath: "/tmp/state/staging", isDirectory: true)
+        var random = SplitMix64(seed: 5)
+        for _ in 0..<500 {
+            let id = String(UInt64.random(in: 0...UInt64.max, using: &random), radix: 36)
+            let name = Pipeline.stagingName(source: "itunes", itemID: id, asset: .preview)
+            let file = Pipeline.stagingFile(in: staging, source: "itunes", itemID: id, asset: .preview)
+            let shard = Pipeline.shard(ofStagingName: name)
+            #expect(shard != nil)
+            #expect(
+                file == staging.appendingPathComponent(shard ?? "?", isDirectory: true).appendingPathComponent(name))
+        }
+    }
+
     /// The byte path of stagingName must keep exactly the letters and digits the Character path keeps.
     @Test func asciiStagingNamesKeepWhatTheCharacterRuleKeeps() {
         var random = SplitMix64(seed: 7)
