@@ -9,8 +9,9 @@ final class CurlHeaderList {
     /// Builds `Name: value` lines; an empty value is sent as `Name;`, which is how libcurl spells that.
     init(_ headers: HTTPHeaders, url: URL) throws(TransportError) {
         for (name, value) in headers {
-            let line = value.isEmpty ? "\(name);" : "\(name): \(value)"
-            guard !line.contains("\r"), !line.contains("\n") else {
+            let line = value.isEmpty ? name + ";" : name + ": " + value
+            // On bytes: Foundation's substring search (twice a line) cost more than libcurl's whole slist.
+            guard !line.utf8.contains(where: { $0 == 0x0D || $0 == 0x0A }) else {
                 throw TransportError(.other, url: url, detail: "header \(name) holds a line break")
             }
             guard let next = curl_slist_append(pointer, line) else {

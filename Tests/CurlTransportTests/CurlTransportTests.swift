@@ -29,6 +29,23 @@ struct CurlTransportTests {
         }
     }
 
+    /// A line break in a header would let a value start a header (or a request) of its own.
+    @Test(arguments: ["a\r\nInjected: 1", "a\nInjected: 1", "a\rb"])
+    func aHeaderWithALineBreakIsRefusedBeforeAnythingIsSent(value: String) async throws {
+        let transport = try CurlTransport(.init(headers: ["X-Test": value]))
+        try await withTemporaryDirectory { directory in
+            // Port 9 (discard) on loopback: never reached, the request is refused before it is built.
+            let request = DownloadRequest(
+                url: URL(string: "http://127.0.0.1:9/a.bin")!, destination: directory.appendingPathComponent("a.bin"))
+            let error = await #expect(throws: TransportError.self) {
+                _ = try await transport.download(request) { _ in }
+            }
+            #expect(error?.detail?.contains("line break") == true)
+            #expect(!FileManager.default.fileExists(atPath: request.destination.path))
+        }
+        await transport.shutdown()
+    }
+
     @Test func resumesWithAMatchingValidatorByAppending() async throws {
         try await NginxServer.with { server in
             let content = randomBytes(800_000, seed: 2)
