@@ -1,5 +1,6 @@
 import Foundation
 import MediaFetchCore
+import MediaFetchTesting
 import Synchronization
 import Testing
 
@@ -95,5 +96,33 @@ struct URLListSourceTests {
         await #expect(throws: SourceError.self) {
             try await URLListSource(file: file.path).run(SourceContext(transport: NoNetwork())) { _ in }
         }
+    }
+
+    /// The byte-level extension must be NSString's wherever it answers.
+    @Test func simpleExtensionsAreWhatNSStringSays() {
+        var random = SplitMix64(seed: 29)
+        let pieces = [
+            "f00001", ".", "m4a", "M4A", "tar", "gz", "a", "-", " ", "%20", "é",
+            "x" + String(repeating: "y", count: 16),
+        ]
+        var answered = 0
+        for _ in 0..<20_000 {
+            let name = (0..<Int.random(in: 1...5, using: &random)).map { _ in pieces.randomElement(using: &random)! }
+                .joined()
+            guard let ext = URLListSource.simpleExtension(of: name) else { continue }
+            answered += 1
+            #expect(ext == (name as NSString).pathExtension, "\(name)")
+        }
+        #expect(answered > 300)
+    }
+
+    @Test func itemsAreNamedAfterTheirDecodedLastComponent() {
+        let plain = URLListSource.item(for: URL(string: "http://127.0.0.1/files/f00001.m4a")!)
+        #expect(plain.title == "f00001")
+        let encoded = URLListSource.item(for: URL(string: "http://127.0.0.1/files/My%20Song.v2.m4a")!)
+        #expect(encoded.title == "My Song.v2")
+        let hidden = URLListSource.item(for: URL(string: "http://127.0.0.1/files/.m4a")!)
+        #expect(hidden.title == ".m4a" || hidden.title == "")
+        #expect(!hidden.title.isEmpty)
     }
 }
