@@ -5,9 +5,9 @@ import Synchronization
 
 /// Runs its share of a transport's transfers on one multi handle, driven by one dedicated thread.
 ///
-/// Other threads never touch the multi handle: they leave commands in a locked inbox and wake the thread
-/// with `curl_multi_wakeup`. The thread applies them between `curl_multi_poll` calls, so libcurl is only
-/// ever called from it.
+/// Other threads never touch the multi handle: they leave commands in a locked inbox, and wake the thread
+/// with `curl_multi_wakeup` when it is waiting in `curl_multi_poll`. The thread applies them between polls,
+/// so libcurl is only ever called from it.
 ///
 /// `@unchecked Sendable`: ``inbox`` is behind a `Mutex`; ``multi`` is only used by the engine thread apart
 /// from `wakeup`, which is thread-safe; the rest is immutable.
@@ -21,6 +21,10 @@ final class CurlEngine: @unchecked Sendable {
         var commands: [Command] = []
         var stopping = false
         var stopped = false
+        /// Whether the thread is in `curl_multi_poll`, or about to be: only then does a command need a wakeup.
+        /// A busy engine finds new commands at the top of its loop, and sparing the wakeup spares a write to
+        /// libcurl's socket pair and a round of the loop for every transfer.
+        var polling = false
         var stopWaiters: [CheckedContinuation<Void, Never>] = []
     }
 
@@ -54,15 +58,15 @@ final class CurlEngine: @unchecked Sendable {
         try await withTaskCancellationHandler {
             try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Void, any Error>) in
                 transfer.continuation = continuation
-                let accepted = inbox.withLock { inbox in
-                    guard !inbox.stopping else { return false }
+                let (accepted, polling) = inbox.withLock { inbox in
+                    guard !inbox.stopping else { return (false, false) }
                     inbox.commands.append(.add(transfer))
                     // Cancelled before onCancel could find anything to stop: queue the stop behind the start.
                     if Task.isCancelled { inbox.commands.append(.cancel(transfer)) }
-                    return true
+                    return (true, inbox.polling)
                 }
                 if accepted {
-                    multi.wakeup()
+                    if polling { multi.wakeup() }
                 } else {
                     transfer.continuation = nil
                     continuation.resume(
@@ -72,8 +76,11 @@ final class CurlEngine: @unchecked Sendable {
                 }
             }
         } onCancel: {
-            inbox.withLock { $0.commands.append(.cancel(transfer)) }
-            multi.wakeup()
+            let polling = inbox.withLock { inbox in
+                inbox.commands.append(.cancel(transfer))
+                return inbox.polling
+            }
+            if polling { multi.wakeup() }
         }
     }
 
@@ -154,7 +161,16 @@ final class CurlEngine: @unchecked Sendable {
                 }
                 // Pauses are set while libcurl runs the callbacks: the poll wakes for the earliest to end.
                 let wake = active.values.lazy.compactMap(\.pausedUntil).min()
-                try multi.poll(milliseconds: Self.pollTimeout(until: wake))
+                // Declared under the inbox's lock, so that a command either is seen here or sends a wakeup.
+                let idle = inbox.withLock { inbox in
+                    guard inbox.commands.isEmpty, !inbox.stopping else { return false }
+                    inbox.polling = true
+                    return true
+                }
+                if idle {
+                    defer { inbox.withLock { $0.polling = false } }
+                    try multi.poll(milliseconds: Self.pollTimeout(until: wake))
+                }
             } catch {
                 problem = error
             }
