@@ -157,5 +157,45 @@ struct LedgerTests {
         let indexes = try database.prepare("SELECT name FROM sqlite_master WHERE type = 'index' AND name = ?")
             .rows([.text("items_by_status")]) { $0.text(0) }
         #expect(indexes.isEmpty)
+        // The rebuilt table still refuses a status the ledger does not know.
+        #expect(throws: LedgerError.self) {
+            try database.execute(
+                "INSERT INTO items (source, item_id, asset, url, status, updated_at) "
+                    + "VALUES ('urls', '8', 'preview', 'http://127.0.0.1/8', 'bogus', 0)")
+        }
+    }
+
+    /// Each shape a batch merges, over a row that knows a validator and a size and over no row at all (where an
+    /// answer alone updates nothing), with an answer that brings neither: the merged statement must clear what
+    /// the separate writes clear.
+    @Test(arguments: ["begun, answered", "answered, stored", "begun, answered, stored"], [true, false])
+    func mergedShapesWithoutAValidatorLeaveTheRowsSingleWritesLeave(shape: String, rowExists: Bool) throws {
+        let single = try Self.ledger()
+        let batched = try Self.ledger()
+        let key = LedgerKey(source: "urls", itemID: "x", asset: .preview)
+        let url = URL(string: "http://127.0.0.1/x.m4a")!
+        var steps: [Step] = []
+        if rowExists {
+            steps += [
+                .begin(key, title: "Old", url: URL(string: "http://127.0.0.1/old.m4a")!),
+                .responded(key, Validator(etag: "\"old\"", lastModified: "Sat, 28 Nov 2026 10:00:00 GMT"), 1234),
+                .paused(key, 600),
+            ]
+        }
+        let prepared = steps.count
+        if shape.hasPrefix("begun") { steps.append(.begin(key, title: "New", url: url)) }
+        steps.append(.responded(key, nil, nil))
+        if shape.hasSuffix("stored") {
+            steps.append(.stored(key, StoredRecord(location: "New.m4a", size: 99, sha256: nil)))
+        }
+
+        for (index, step) in steps.enumerated() {
+            step.apply(to: single)
+            try single.flush()
+            step.apply(to: batched)
+            if index == prepared - 1 { try batched.flush() }
+        }
+        try batched.flush()
+        #expect(try Self.rows(batched) == Self.rows(single))
     }
 }
