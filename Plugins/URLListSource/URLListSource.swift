@@ -32,8 +32,11 @@ public struct URLListSource: Source {
             try Task.checkCancellation()
             let number = index + 1
             // Trimmed by Character: Foundation's trimming goes through NSString, at 30,000 instructions a line.
-            var trimmed = rawLine.drop(while: \.isWhitespace)
-            while trimmed.last?.isWhitespace == true { trimmed = trimmed.dropLast() }
+            // Foundation's set also holds the zero-width space (U+200B), which a URL copied from a page can
+            // carry; Character.isWhitespace does not.
+            let blank = { (character: Character) in character.isWhitespace || character == "\u{200B}" }
+            var trimmed = rawLine.drop(while: blank)
+            while let last = trimmed.last, blank(last) { trimmed = trimmed.dropLast() }
             let line = String(trimmed)
             if line.isEmpty || line.hasPrefix("#") { continue }
             let place = "\(displayName):\(number)"
@@ -59,8 +62,10 @@ public struct URLListSource: Source {
 
     /// The item for one URL: its id is the URL, its title the last path component without extension.
     static func item(for url: URL) -> MediaItem {
+        // Decoded once already by lastPathComponent; decoded again (as it always was) when a % is left, as in a
+        // double-encoded name. Foundation's decoding and NSString's extension cost 26,000 instructions an item,
+        // and most names need neither.
         let component = url.lastPathComponent
-        // Foundation's decoding and NSString's extension cost 26,000 instructions an item; most names need neither.
         let last =
             component.utf8.contains(UInt8(ascii: "%"))
             ? (component.removingPercentEncoding ?? component) : component
@@ -71,15 +76,15 @@ public struct URLListSource: Source {
     }
 
     /// The extension of a name like `f00001.m4a` (1 to 16 ASCII letters and digits after a dot that is not
-    /// the first character), read on bytes; nil for any other name, which NSString's rules then judge.
+    /// the first character, in a name without `/`), read on bytes; nil for any other name, which NSString's
+    /// rules then judge (a decoded `%2F` makes a name of several components).
     static func simpleExtension(of name: String) -> String? {
         let bytes = name.utf8
-        guard let dot = bytes.lastIndex(of: UInt8(ascii: ".")), dot != bytes.startIndex else { return nil }
+        guard let dot = bytes.lastIndex(of: UInt8(ascii: ".")), dot != bytes.startIndex,
+            !bytes.contains(UInt8(ascii: "/"))
+        else { return nil }
         let ext = bytes[bytes.index(after: dot)...]
-        let isAlphanumeric: (UInt8) -> Bool = {
-            (0x30...0x39).contains($0) || (0x41...0x5A).contains($0) || (0x61...0x7A).contains($0)
-        }
-        guard (1...16).contains(ext.count), ext.allSatisfy(isAlphanumeric) else { return nil }
+        guard (1...16).contains(ext.count), ext.allSatisfy(\.isASCIILetterOrDigit) else { return nil }
         return String(decoding: ext, as: UTF8.self)
     }
 

@@ -459,9 +459,7 @@ public struct Pipeline: Sendable {
         let readable: String
         if itemID.utf8.allSatisfy({ $0 < 0x80 }) {
             // On bytes, the same answer: Character-level filtering showed in profiles of many-file runs.
-            let kept = itemID.utf8.lazy.filter { byte in
-                (0x30...0x39).contains(byte) || (0x41...0x5A).contains(byte) || (0x61...0x7A).contains(byte)
-            }
+            let kept = itemID.utf8.lazy.filter(\.isASCIILetterOrDigit)
             readable = String(decoding: Array(kept.prefix(40)), as: UTF8.self)
         } else {
             readable = String(itemID.filter { $0.isASCII && ($0.isLetter || $0.isNumber) }.prefix(40))

@@ -102,7 +102,7 @@ struct URLListSourceTests {
     @Test func simpleExtensionsAreWhatNSStringSays() {
         var random = SplitMix64(seed: 29)
         let pieces = [
-            "f00001", ".", "m4a", "M4A", "tar", "gz", "a", "-", " ", "%20", "é",
+            "f00001", ".", "m4a", "M4A", "tar", "gz", "a", "-", " ", "%20", "é", "/",
             "x" + String(repeating: "y", count: 16),
         ]
         var answered = 0
@@ -117,12 +117,19 @@ struct URLListSourceTests {
     }
 
     @Test func itemsAreNamedAfterTheirDecodedLastComponent() {
-        let plain = URLListSource.item(for: URL(string: "http://127.0.0.1/files/f00001.m4a")!)
-        #expect(plain.title == "f00001")
-        let encoded = URLListSource.item(for: URL(string: "http://127.0.0.1/files/My%20Song.v2.m4a")!)
-        #expect(encoded.title == "My Song.v2")
-        let hidden = URLListSource.item(for: URL(string: "http://127.0.0.1/files/.m4a")!)
-        #expect(hidden.title == ".m4a" || hidden.title == "")
-        #expect(!hidden.title.isEmpty)
+        let title = { (url: String) in URLListSource.item(for: URL(string: url)!).title }
+        #expect(title("http://127.0.0.1/files/f00001.m4a") == "f00001")
+        #expect(title("http://127.0.0.1/files/My%20Song.v2.m4a") == "My Song.v2")
+        // Decoded twice (lastPathComponent, then the source), as before the byte-level path existed.
+        #expect(title("http://127.0.0.1/files/a%2520b.m4a") == "a b")
+        #expect(title("http://127.0.0.1/files/100%25.m4a") == "100%")
+        #expect(title("http://127.0.0.1/files/.m4a") == ".m4a")
+        // A decoded %2F: NSString judges the name, as it always did.
+        #expect(title("http://127.0.0.1/x%2F.m4a") == "x/.m4a")
+    }
+
+    @Test func aZeroWidthSpaceAroundALineIsTrimmed() async throws {
+        let outputs = try await Self.outputs(of: "\u{200B}http://127.0.0.1/files/a.m4a\u{200B}\n")
+        #expect(outputs.items.map(\.id) == ["http://127.0.0.1/files/a.m4a"])
     }
 }

@@ -266,3 +266,10 @@ public enum SafeName {
         return names
     }()
 }
+
+extension UInt8 {
+    /// Whether the byte is an ASCII letter or digit: the bytes that name-making keeps on its fast paths.
+    public var isASCIILetterOrDigit: Bool {
+        (0x30...0x39).contains(self) || (0x41...0x5A).contains(self) || (0x61...0x7A).contains(self)
+    }
+}
