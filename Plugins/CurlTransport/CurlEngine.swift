@@ -58,16 +58,14 @@ final class CurlEngine: @unchecked Sendable {
         try await withTaskCancellationHandler {
             try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Void, any Error>) in
                 transfer.continuation = continuation
-                let (accepted, polling) = inbox.withLock { inbox in
-                    guard !inbox.stopping else { return (false, false) }
+                let accepted = send { inbox in
+                    guard !inbox.stopping else { return false }
                     inbox.commands.append(.add(transfer))
                     // Cancelled before onCancel could find anything to stop: queue the stop behind the start.
                     if Task.isCancelled { inbox.commands.append(.cancel(transfer)) }
-                    return (true, inbox.polling)
+                    return true
                 }
-                if accepted {
-                    if polling { multi.wakeup() }
-                } else {
+                if !accepted {
                     transfer.continuation = nil
                     continuation.resume(
                         throwing: TransportError(
@@ -76,12 +74,16 @@ final class CurlEngine: @unchecked Sendable {
                 }
             }
         } onCancel: {
-            let polling = inbox.withLock { inbox in
-                inbox.commands.append(.cancel(transfer))
-                return inbox.polling
-            }
-            if polling { multi.wakeup() }
+            send { $0.commands.append(.cancel(transfer)) }
         }
+    }
+
+    /// Changes the inbox under its lock (leaving commands), then wakes the thread if it waits in
+    /// `curl_multi_poll`; a thread that is busy finds the commands at the top of its loop.
+    private func send<Result: Sendable>(_ change: (inout Inbox) -> Result) -> Result {
+        let (result, polling) = inbox.withLock { inbox in (change(&inbox), inbox.polling) }
+        if polling { multi.wakeup() }
+        return result
     }
 
     /// Asks the thread to end, failing what is still running; returns at once.

@@ -198,7 +198,7 @@ final class CurlTransfer: @unchecked Sendable {
                 return fail(TransportError(.httpStatus(status), url: url, headers: headers))
             }
             // Refused before the file is touched, so a resume's kept bytes survive a file grown too big.
-            if let maxBytes = request.maxBytes, let size, size > maxBytes {
+            if let maxBytes, let size, size > maxBytes {
                 return fail(TransportError(.bodyTooLarge(limit: maxBytes), url: url))
             }
             do {
