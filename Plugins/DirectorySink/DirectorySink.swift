@@ -61,6 +61,8 @@ public final class DirectorySink: Sink {
 
     /// The folder everything is stored under.
     public let root: URL
+    /// `root.path`, worked out once (each `URL.path` decodes the whole path again).
+    private let rootPath: String
     public let layout: LayoutTemplate
     public let collection: CollectionOptions
     /// Whether files and folders are flushed to disk as they are stored (the `sync` option).
@@ -109,6 +111,7 @@ public final class DirectorySink: Sink {
     ) {
         self.calls = calls
         self.root = root.standardizedFileURL
+        self.rootPath = self.root.path
         self.layout = layout
         self.collection = collection
         self.sync = sync
@@ -162,11 +165,13 @@ public final class DirectorySink: Sink {
     ///   name is untouched, except when only the flush after the rename failed: the file is then in place but
     ///   not recorded, and the next run fetches it again.
     public func store(_ file: StagedFile, as plan: StoragePlan) async throws -> String {
-        let placement = SafePlacement(root: root, relativePath: plan.relativePath, item: plan.item, sync: sync)
-        if sync, let flush = try groupFlush(covering: file.url) {
-            try await place(file.url, with: placement, flushedBy: flush)
+        let placement = SafePlacement(
+            root: root, rootPath: rootPath, relativePath: plan.relativePath, item: plan.item, sync: sync)
+        let staged = file.url.path
+        if sync, let flush = try groupFlush(covering: staged) {
+            try await place(staged, with: placement, flushedBy: flush)
         } else {
-            try placement.place(file.url)
+            try placement.place(staged)
         }
         collector.stored(plan, file: file)
         return plan.relativePath
@@ -176,7 +181,7 @@ public final class DirectorySink: Sink {
     /// syncfs before the rename for the bytes, a shared fsync of the folder after it for the name. A copy
     /// into another filesystem mounted below the root is flushed on its own.
     private func place(
-        _ staged: URL, with placement: SafePlacement, flushedBy flush: GroupFlush
+        _ staged: String, with placement: SafePlacement, flushedBy flush: GroupFlush
     ) async throws {
         do {
             try await flush.barrier()
@@ -217,11 +222,13 @@ public final class DirectorySink: Sink {
 
     /// The group flush that covers `staged`: nil when the root's filesystem is not one whose `syncfs` can be
     /// trusted, or when `staged` is on another filesystem (then the store is a copy, flushed on its own).
-    private func groupFlush(covering staged: URL) throws(SinkError) -> GroupFlush? {
+    private func groupFlush(covering staged: String) throws(SinkError) -> GroupFlush? {
         let choice = try flusher.withLock { (choice: inout FlushChoice) throws(SinkError) -> FlushChoice in
             guard case .undecided = choice else { return choice }
-            let folder = try SafePlacement(root: root, relativePath: ".", item: ItemRef(id: "", title: "the folder"))
-                .openRoot()
+            let folder = try SafePlacement(
+                root: root, rootPath: rootPath, relativePath: ".", item: ItemRef(id: "", title: "the folder")
+            )
+            .openRoot()
             var info = stat()
             if Self.groupFlushFilesystems.contains(calls.filesystemType(folder.raw)), fstat(folder.raw, &info) == 0 {
                 choice = .group(
@@ -234,7 +241,7 @@ public final class DirectorySink: Sink {
         }
         guard case .group(let flush, let device) = choice else { return nil }
         var info = stat()
-        guard stat(staged.path, &info) == 0, info.st_dev == device else { return nil }
+        guard stat(staged, &info) == 0, info.st_dev == device else { return nil }
         return flush
     }
 
@@ -261,13 +268,14 @@ public final class DirectorySink: Sink {
             do {
                 try data.write(to: staged)
             } catch {
-                throw SinkError("cannot write \(name) for \(root.path): \(error.localizedDescription)")
+                throw SinkError("cannot write \(name) for \(rootPath): \(error.localizedDescription)")
             }
             defer { try? FileManager.default.removeItem(at: staged) }
             try SafePlacement(
-                root: root, relativePath: name, item: ItemRef(id: name, title: "the collection"), sync: sync
+                root: root, rootPath: rootPath, relativePath: name, item: ItemRef(id: name, title: "the collection"),
+                sync: sync
             )
-            .place(staged)
+            .place(staged.path)
         }
     }
 }

@@ -20,8 +20,13 @@ import MediaFetchCore
 /// through it), `fsync` the directory. Across filesystems the rename is a copy into an `O_EXCL` dot-file
 /// beside the final name, flushed and renamed; a failure removes it, and one a killed run left is removed
 /// by the next.
+///
+/// The staged file is named by its path: the callers have it as a string already, and each `URL.path` costs a
+/// percent-decoding of the whole path.
 struct SafePlacement {
     var root: URL
+    /// `root.path`, worked out once by the sink.
+    var rootPath: String
     var relativePath: String
     var item: ItemRef
     /// Whether to flush the file before its rename and the folder after.
@@ -32,7 +37,7 @@ struct SafePlacement {
     var flushesCopies = false
 
     /// Places `staged` at `relativePath` under `root`.
-    func place(_ staged: URL) throws(SinkError) {
+    func place(_ staged: String) throws(SinkError) {
         let directory = try placeKeepingFolder(staged)
         guard !sync || fsync(directory.raw) == 0 else {
             throw failure("stored, but the folder could not be flushed to disk: \(errorText(errno))")
@@ -41,7 +46,7 @@ struct SafePlacement {
 
     /// ``place(_:)`` without its last step: the folder the file now is in comes back, not yet flushed, for
     /// the caller to flush (with others, in a group flush).
-    func placeKeepingFolder(_ staged: URL) throws(SinkError) -> FileDescriptor {
+    func placeKeepingFolder(_ staged: String) throws(SinkError) -> FileDescriptor {
         let components = try validatedComponents()
         guard let fileName = components.last else { throw failure("the planned path is empty") }
         var directory = try openRoot()
@@ -56,7 +61,7 @@ struct SafePlacement {
         // or a planted link itself). Nothing is ever half-written under a final name, and a crash leaves no
         // litter in the user's tree.
         if sync { try syncStaged(staged) }
-        if renameat(AT_FDCWD, staged.path, directory.raw, fileName) != 0 {
+        if renameat(AT_FDCWD, staged, directory.raw, fileName) != 0 {
             let code = errno
             guard code == EXDEV else { throw failure("cannot move the file into place: \(reason(code))") }
             try copyIn(staged, as: fileName, into: directory)
@@ -67,7 +72,7 @@ struct SafePlacement {
     /// Across filesystems: a copy under a temporary name next to the final one, flushed, then renamed.
     /// The temporary name carries our process id, so a later run can tell a dead run's leftover from a
     /// live one's and remove it.
-    func copyIn(_ staged: URL, as fileName: String, into directory: borrowing FileDescriptor) throws(SinkError) {
+    func copyIn(_ staged: String, as fileName: String, into directory: borrowing FileDescriptor) throws(SinkError) {
         removeLeftovers(in: directory)
         let temporary = "\(Self.temporaryPrefix)\(getpid())-\(UUID().uuidString.lowercased()).part"
         do throws(SinkError) {
@@ -85,13 +90,13 @@ struct SafePlacement {
             throw failure("stored, but the folder could not be flushed to disk: \(errorText(errno))")
         }
         // The staged copy is ours to delete; if that fails it is only a leftover in the state folder.
-        _ = unlink(staged.path)
+        _ = unlink(staged)
     }
 
     /// The staged file's own write-back error, if the kernel has one it has told nobody of: opened afresh,
     /// the file's pages are written out and waited for (cheap once a group flush wrote them). This is what
     /// an `fsync` per file reported, without the disk-cache flush.
-    func checkWrittenBack(_ staged: URL) throws(SinkError) {
+    func checkWrittenBack(_ staged: String) throws(SinkError) {
         let file = try openStaged(staged)
         guard mf_wait_written(file.raw) == 0 else {
             throw failure("the downloaded file could not be written to disk: \(errorText(errno))")
@@ -99,8 +104,8 @@ struct SafePlacement {
     }
 
     /// The staged file, opened for reading without following a link.
-    func openStaged(_ staged: URL) throws(SinkError) -> FileDescriptor {
-        let raw = open(staged.path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC)
+    func openStaged(_ staged: String) throws(SinkError) -> FileDescriptor {
+        let raw = open(staged, O_RDONLY | O_NOFOLLOW | O_CLOEXEC)
         guard raw >= 0 else { throw failure("cannot read the downloaded file: \(errorText(errno))") }
         return FileDescriptor(raw)
     }
@@ -128,7 +133,7 @@ struct SafePlacement {
     }
 
     /// Flushes the staged file's data before it gets its final name.
-    func syncStaged(_ staged: URL) throws(SinkError) {
+    func syncStaged(_ staged: String) throws(SinkError) {
         let file = try openStaged(staged)
         guard fsync(file.raw) == 0 else { throw failure("cannot flush the file to disk: \(errorText(errno))") }
     }
@@ -151,16 +156,16 @@ struct SafePlacement {
     /// chose it.
     func openRoot() throws(SinkError) -> FileDescriptor {
         let flags = O_RDONLY | O_DIRECTORY | O_CLOEXEC
-        var descriptor = open(root.path, flags)
+        var descriptor = open(rootPath, flags)
         if descriptor < 0 && errno == ENOENT {
             do {
                 try FileManager.default.createDirectory(at: root, withIntermediateDirectories: true)
             } catch {
-                throw failure("cannot create the folder \(root.path): \(error.localizedDescription)")
+                throw failure("cannot create the folder \(rootPath): \(error.localizedDescription)")
             }
-            descriptor = open(root.path, flags)
+            descriptor = open(rootPath, flags)
         }
-        guard descriptor >= 0 else { throw failure("cannot open the folder \(root.path): \(errorText(errno))") }
+        guard descriptor >= 0 else { throw failure("cannot open the folder \(rootPath): \(errorText(errno))") }
         return FileDescriptor(descriptor)
     }
 
@@ -207,18 +212,18 @@ struct SafePlacement {
     }
 
     /// The staged file must be a plain file: a link there would make us store whatever it points at.
-    func checkStaged(_ staged: URL) throws(SinkError) {
+    func checkStaged(_ staged: String) throws(SinkError) {
         var info = stat()
-        guard lstat(staged.path, &info) == 0 else {
-            throw failure("cannot read the downloaded file \(staged.path): \(errorText(errno))")
+        guard lstat(staged, &info) == 0 else {
+            throw failure("cannot read the downloaded file \(staged): \(errorText(errno))")
         }
         guard info.st_mode & S_IFMT == S_IFREG else {
-            throw failure("the downloaded file \(staged.path) is not a plain file")
+            throw failure("the downloaded file \(staged) is not a plain file")
         }
     }
 
     /// Copies `staged` into a new file that `O_EXCL | O_NOFOLLOW` guarantee is ours alone.
-    func copy(_ staged: URL, to temporary: String, in directory: borrowing FileDescriptor) throws(SinkError) {
+    func copy(_ staged: String, to temporary: String, in directory: borrowing FileDescriptor) throws(SinkError) {
         let source = try openStaged(staged)
         let createFlags = O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC
         let targetRaw = openat(directory.raw, temporary, createFlags, 0o666)
@@ -257,6 +262,6 @@ struct SafePlacement {
     }
 
     func failure(_ reason: String) -> SinkError {
-        SinkError("cannot store \(item) as \(relativePath) in \(root.path): \(reason)")
+        SinkError("cannot store \(item) as \(relativePath) in \(rootPath): \(reason)")
     }
 }
