@@ -65,7 +65,9 @@ public struct Pipeline: Sendable {
     public func run() async -> RunSummary {
         let clock = ContinuousClock()
         let start = clock.now
-        let run = RunState(ledger: options.ledger, events: events, transfers: options.concurrency)
+        let run = RunState(
+            ledger: options.ledger, events: events, transfers: options.concurrency,
+            stagingFolder: options.stagingDirectory.path)
 
         do {
             try Self.prepareStaging(options.stagingDirectory)
@@ -229,8 +231,8 @@ public struct Pipeline: Sendable {
 
     private func download(_ job: Job, _ run: RunState) async {
         let ref = job.item.ref
-        let staging = Self.stagingFile(
-            in: options.stagingDirectory, source: options.sourceName, itemID: job.item.id, asset: job.asset)
+        let (staging, stagingPath) = Self.stagingLocation(
+            inFolder: run.stagingFolder, source: options.sourceName, itemID: job.item.id, asset: job.asset)
         let ledger = options.ledger
         let policy = options.policy
         // Stopped before its turn came (a slot freed by the stop itself may still reach it): nothing was
@@ -241,7 +243,7 @@ public struct Pipeline: Sendable {
             return
         }
         var holdsSlot = true
-        var (resumeFrom, validator) = resumePoint(job, staging: staging)
+        var (resumeFrom, validator) = resumePoint(job, staging: staging, path: stagingPath)
         var expected = job.entry?.expectedBytes
         ledger?.begin(job.key, title: job.item.title, url: job.url)
         run.report(.itemStarted(ref, asset: job.asset, url: job.url, resumeFrom: resumeFrom))
@@ -260,7 +262,8 @@ public struct Pipeline: Sendable {
                 do {
                     fetched = .success(
                         try await fetch(
-                            job, staging: staging, resumeFrom: resumeFrom, validator: validator, expected: expected,
+                            job, staging: staging, stagingPath: stagingPath, resumeFrom: resumeFrom,
+                            validator: validator, expected: expected,
                             answer: answer, digest: policy.computesDigests || sink.needsDigests, run))
                 } catch {
                     fetched = .failure(error)
@@ -275,7 +278,7 @@ public struct Pipeline: Sendable {
                         "served as \(result.contentType ?? "?"), which is not a \(job.asset.rawValue) "
                             + "(the download section's \(job.asset.rawValue)-types lists what is accepted)")
                 }
-                let size = try result.size ?? Self.fileSize(staging)
+                let size = try result.size ?? Self.fileSize(atPath: stagingPath)
                 let staged = StagedFile(url: staging, size: size, sha256: result.sha256, sourceURL: result.url)
                 let location = try await sink.store(staged, as: job.plan)
                 let record = StoredRecord(location: location, size: size, sha256: staged.sha256)
@@ -284,7 +287,7 @@ public struct Pipeline: Sendable {
                 run.report(.stored(ref, asset: job.asset, location: location, bytes: size))
                 return
             } catch {
-                var kept = (try? Self.fileSize(staging)) ?? 0
+                var kept = (try? Self.fileSize(atPath: stagingPath)) ?? 0
                 let response = answer.value
                 if let response {
                     // Bytes this attempt brought before it failed (what a success brings is counted above).
@@ -365,12 +368,12 @@ public struct Pipeline: Sendable {
     /// One attempt at the bytes of `job` into `staging`, from `resumeFrom`.
     /// One attempt, with the file hashed as it arrives when `digest` is asked for.
     private func fetch(
-        _ job: Job, staging: URL, resumeFrom: Int64, validator: Validator?, expected: Int64?,
+        _ job: Job, staging: URL, stagingPath: String, resumeFrom: Int64, validator: Validator?, expected: Int64?,
         answer: AnswerBox, digest: Bool, _ run: RunState
     ) async throws -> Fetched {
         guard digest else {
             return try await transfer(
-                job, staging: staging, resumeFrom: resumeFrom, validator: validator,
+                job, staging: staging, stagingPath: stagingPath, resumeFrom: resumeFrom, validator: validator,
                 expected: expected, answer: answer, written: nil, run)
         }
         let (written, feed) = AsyncStream.makeStream(of: Int64.self, bufferingPolicy: .bufferingNewest(1))
@@ -378,8 +381,8 @@ public struct Pipeline: Sendable {
             group.addTask { try await FileFollower.digest(of: staging, following: written) }
             do {
                 var fetched = try await transfer(
-                    job, staging: staging, resumeFrom: resumeFrom, validator: validator, expected: expected,
-                    answer: answer, written: feed, run)
+                    job, staging: staging, stagingPath: stagingPath, resumeFrom: resumeFrom, validator: validator,
+                    expected: expected, answer: answer, written: feed, run)
                 feed.finish()
                 fetched.sha256 = try await group.next()
                 return fetched
@@ -392,7 +395,7 @@ public struct Pipeline: Sendable {
     }
 
     private func transfer(
-        _ job: Job, staging: URL, resumeFrom: Int64, validator: Validator?, expected: Int64?,
+        _ job: Job, staging: URL, stagingPath: String, resumeFrom: Int64, validator: Validator?, expected: Int64?,
         answer: AnswerBox, written: AsyncStream<Int64>.Continuation?, _ run: RunState
     ) async throws -> Fetched {
         if let expected, resumeFrom == expected, validator != nil {
@@ -416,7 +419,7 @@ public struct Pipeline: Sendable {
                     run.report(.progress(ref, asset: job.asset, progress))
                 }
             }
-            let onDisk = try Self.fileSize(staging)
+            let onDisk = try Self.fileSize(atPath: stagingPath)
             guard onDisk == result.fileSize else {
                 throw TransportError(
                     .truncated(expected: result.fileSize, received: onDisk), url: job.url,
@@ -437,8 +440,8 @@ public struct Pipeline: Sendable {
 
     /// Where a download can go on from: the staging file's bytes when the ledger knows the validator
     /// they were fetched under (a resume without one could splice two versions of the file).
-    private func resumePoint(_ job: Job, staging: URL) -> (Int64, Validator?) {
-        let size = (try? Self.fileSize(staging)) ?? 0
+    private func resumePoint(_ job: Job, staging: URL, path: String) -> (Int64, Validator?) {
+        let size = (try? Self.fileSize(atPath: path)) ?? 0
         guard !options.refetch, size > 0, let entry = job.entry, let validator = entry.validator,
             validator.ifRangeValue != nil, entry.url == job.url.absoluteString,
             size <= entry.expectedBytes ?? .max
@@ -472,11 +475,19 @@ public struct Pipeline: Sendable {
     /// the name's hash. A file is created under its folder's lock, and ext4 holds that lock while it looks
     /// for a free inode; with one folder, the transport's threads took turns there and spun while waiting.
     public static func stagingFile(in staging: URL, source: String, itemID: String, asset: AssetKind) -> URL {
+        stagingLocation(inFolder: staging.path, source: source, itemID: itemID, asset: asset).url
+    }
+
+    /// ``stagingFile(in:source:itemID:asset:)`` for the staging folder's path, with the file's path beside its
+    /// URL: each `URL.path` decodes the whole path again, and a download asks for it several times. One URL made
+    /// from the path: two appendingPathComponent calls cost 3 µs a file, this a quarter of that.
+    static func stagingLocation(
+        inFolder folder: String, source: String, itemID: String, asset: AssetKind
+    ) -> (url: URL, path: String) {
         let (name, shard) = stagingNameAndShard(source: source, itemID: itemID, asset: asset)
-        // One URL made from the path: two appendingPathComponent calls cost 3 µs a file, this a quarter of that.
-        let folder = staging.path
         let separator = folder.hasSuffix("/") ? "" : "/"
-        return URL(fileURLWithPath: folder + separator + shard + "/" + name, isDirectory: false)
+        let url = URL(fileURLWithPath: folder + separator + shard + "/" + name, isDirectory: false)
+        return (url, url.path)
     }
 
     /// The staging subfolders: one per last digit of a staging name's hash.
@@ -537,9 +548,13 @@ public struct Pipeline: Sendable {
 
     /// The size of a file, by `stat` (FileManager's attribute dictionary showed in profiles).
     static func fileSize(_ url: URL) throws -> Int64 {
+        try fileSize(atPath: url.path)
+    }
+
+    static func fileSize(atPath path: String) throws -> Int64 {
         var info = stat()
-        guard stat(url.path, &info) == 0 else {
-            throw PipelineError("cannot read \(url.path): \(String(cString: strerror(errno)))")
+        guard stat(path, &info) == 0 else {
+            throw PipelineError("cannot read \(path): \(String(cString: strerror(errno)))")
         }
         return Int64(info.st_size)
     }
@@ -557,10 +572,16 @@ private final class RunState: Sendable {
     /// The transfer slots: `concurrency` downloads move bytes at once.
     let transfers: Slots
 
-    init(ledger: Ledger?, events: @escaping @Sendable (PipelineEvent) -> Void, transfers: Int) {
+    /// The staging folder's path (see ``Pipeline/stagingLocation(inFolder:source:itemID:asset:)``).
+    let stagingFolder: String
+
+    init(
+        ledger: Ledger?, events: @escaping @Sendable (PipelineEvent) -> Void, transfers: Int, stagingFolder: String
+    ) {
         self.ledger = ledger
         self.events = events
         self.transfers = Slots(limit: transfers)
+        self.stagingFolder = stagingFolder
     }
 
     func report(_ event: PipelineEvent) {
