@@ -28,7 +28,7 @@ public struct URLListSource: Source {
         }
 
         var firstLine: [String: Int] = [:]
-        for (index, rawLine) in text.split(omittingEmptySubsequences: false, whereSeparator: \.isNewline).enumerated() {
+        for (index, rawLine) in Self.lines(of: text).enumerated() {
             try Task.checkCancellation()
             let number = index + 1
             // Trimmed by Character: Foundation's trimming goes through NSString, at 30,000 instructions a line.
@@ -58,6 +58,33 @@ public struct URLListSource: Source {
             firstLine[item.id] = number
             try await emit(.item(item))
         }
+    }
+
+    /// The lines of `text`, as `split(omittingEmptySubsequences: false, whereSeparator: \.isNewline)` cuts them
+    /// (CR LF is one break); on bytes when the text is ASCII, where the Character-level split cost 17,000
+    /// instructions a line.
+    static func lines(of text: String) -> [Substring] {
+        let bytes = text.utf8
+        guard bytes.allSatisfy({ $0 < 0x80 }) else {
+            return text.split(omittingEmptySubsequences: false, whereSeparator: \.isNewline)
+        }
+        var lines: [Substring] = []
+        var start = bytes.startIndex
+        var index = start
+        while index != bytes.endIndex {
+            let byte = bytes[index]
+            // LF, VT, FF, CR: ASCII's line breaks as Character.isNewline has them.
+            guard (0x0A...0x0D).contains(byte) else {
+                index = bytes.index(after: index)
+                continue
+            }
+            lines.append(text[start..<index])
+            index = bytes.index(after: index)
+            if byte == 0x0D, index != bytes.endIndex, bytes[index] == 0x0A { index = bytes.index(after: index) }
+            start = index
+        }
+        lines.append(text[start..<bytes.endIndex])
+        return lines
     }
 
     /// The item for one URL: its id is the URL, its title the last path component without extension.

@@ -128,6 +128,22 @@ struct URLListSourceTests {
         #expect(title("http://127.0.0.1/x%2F.m4a") == "x/.m4a")
     }
 
+    /// The byte-level line split must cut ASCII text where the Character-level split does.
+    @Test func asciiLinesAreCutWhereCharactersAre() {
+        var random = SplitMix64(seed: 31)
+        let pieces = ["http://127.0.0.1/a.m4a", "\n", "\r", "\r\n", "\u{0B}", "\u{0C}", " ", "#", "", "x"]
+        for _ in 0..<3_000 {
+            let text = (0..<Int.random(in: 0...8, using: &random)).map { _ in pieces.randomElement(using: &random)! }
+                .joined()
+            #expect(
+                URLListSource.lines(of: text)
+                    == text.split(omittingEmptySubsequences: false, whereSeparator: \.isNewline),
+                "\(Array(text.utf8))")
+        }
+        // Not ASCII: the Character-level split itself, U+2028 and NEL included.
+        #expect(URLListSource.lines(of: "a\u{2028}b\u{85}c") == ["a", "b", "c"])
+    }
+
     @Test func aZeroWidthSpaceAroundALineIsTrimmed() async throws {
         let outputs = try await Self.outputs(of: "\u{200B}http://127.0.0.1/files/a.m4a\u{200B}\n")
         #expect(outputs.items.map(\.id) == ["http://127.0.0.1/files/a.m4a"])
