@@ -99,11 +99,16 @@ public struct DownloadPolicy: Sendable, Hashable {
     public func accepts(contentType: String?, for asset: AssetKind) -> Bool {
         let patterns = asset == .preview ? previewTypes : artworkTypes
         guard !patterns.isEmpty, let contentType else { return true }
-        let type = Self.mediaType(contentType)
+        let type = Self.mediaType(contentType).utf8
+        // Compared on bytes: both sides are lowercased, and Character-level prefix tests showed in profiles.
         return patterns.contains { pattern in
-            let pattern = pattern.lowercased()
-            if pattern.hasSuffix("/*") { return type.hasPrefix(pattern.dropLast()) }
-            return type == pattern
+            let pattern = pattern.lowercased().utf8
+            if pattern.count >= 2, pattern.last == UInt8(ascii: "*"),
+                pattern[pattern.index(pattern.endIndex, offsetBy: -2)] == UInt8(ascii: "/")
+            {
+                return type.starts(with: pattern.dropLast())
+            }
+            return type.elementsEqual(pattern)
         }
     }
 
@@ -112,9 +117,17 @@ public struct DownloadPolicy: Sendable, Hashable {
     static func mediaType(_ contentType: String) -> String {
         guard contentType.utf8.allSatisfy({ $0 < 0x80 }) else { return mediaTypeByFoundation(contentType) }
         let blank: (UInt8) -> Bool = { $0 == 0x20 || $0 == 0x09 }
-        guard let head = contentType.utf8.split(separator: UInt8(ascii: ";")).first else { return "" }
-        return String(decoding: head.drop(while: blank).reversed().drop(while: blank).reversed(), as: UTF8.self)
-            .lowercased()
+        let bytes = contentType.utf8
+        // The first non-empty field: `split` drops empty ones, as the Foundation version's does.
+        var fieldStart = bytes.startIndex
+        while fieldStart != bytes.endIndex, bytes[fieldStart] == UInt8(ascii: ";") {
+            fieldStart = bytes.index(after: fieldStart)
+        }
+        let fieldEnd = bytes[fieldStart...].firstIndex(of: UInt8(ascii: ";")) ?? bytes.endIndex
+        let field = bytes[fieldStart..<fieldEnd]
+        guard let first = field.firstIndex(where: { !blank($0) }), let last = field.lastIndex(where: { !blank($0) })
+        else { return "" }
+        return String(decoding: field[first...last], as: UTF8.self).lowercased()
     }
 
     /// The media type as Foundation trims it, for any text (tests compare the two).
