@@ -108,8 +108,9 @@ public struct Pipeline: Sendable {
     }
 
     /// Reads the source in a child task and starts a worker per asset. At most `concurrency` of them move
-    /// bytes at once (``RunState/transfers``); as many again may be storing or waiting to retry, so that
-    /// a store waiting on the disk, or a retry waiting out its delay, does not hold a transfer back.
+    /// bytes at once (``RunState/transfers``); seven times as many more may be storing or waiting to retry
+    /// (``tasksPerTransfer``), so that a store waiting on the disk, or a retry waiting out its delay, does not
+    /// hold a transfer back.
     /// A source failure stops new work but lets started downloads finish.
     private func feedWorkers(_ run: RunState, known: [LedgerKey: LedgerEntry]) async throws {
         let (outputs, continuation) = AsyncThrowingStream.makeStream(of: SourceOutput.self)
@@ -153,7 +154,7 @@ public struct Pipeline: Sendable {
                     case .item(let item):
                         if run.stopReason != nil { break outputs }
                         for job in try await plan(item, known: known, run) {
-                            while running >= options.concurrency * 2 {
+                            while running >= options.concurrency * Self.tasksPerTransfer {
                                 if try await group.next() == true { running -= 1 }
                             }
                             // A slot may free up because the run was cancelled or went over its failure
@@ -180,6 +181,13 @@ public struct Pipeline: Sendable {
             try Task.checkCancellation()
         }
     }
+
+    /// Tasks a run may have per transfer slot: one moving bytes, the rest storing or waiting to retry. Durable
+    /// stores wait for a group flush (a `syncfs`, then a folder's `fsync`), and with twice the slots the
+    /// waiting stores filled their places while slots stood idle: 2,000 files with the defaults took 1.97 s
+    /// (median of 7) against 1.82 s with eight times, which costs 1 MiB more at most. Without `sync` it makes
+    /// no difference.
+    static let tasksPerTransfer = 8
 
     /// Whether the failures so far reached the download section's `max-failures`; the first time, the run
     /// stops starting items and says why.
