@@ -107,10 +107,11 @@ public struct Pipeline: Sendable {
         return summary
     }
 
-    /// Reads the source in a child task and starts a worker per asset. At most `concurrency` of them move
-    /// bytes at once (``RunState/transfers``); seven times as many more may be storing or waiting to retry
-    /// (``tasksPerTransfer``), so that a store waiting on the disk, or a retry waiting out its delay, does not
-    /// hold a transfer back.
+    /// Reads the source in a child task and starts a worker per asset, up to ``taskLimit(concurrency:)`` of
+    /// them. At most `concurrency` move bytes at once (``RunState/transfers``), and twice that are under way
+    /// (``RunState/underWay``: transferring or waiting out a retry delay); the rest wait for their turn or are
+    /// storing, so that a store waiting on the disk, or a retry waiting out its delay, does not hold a
+    /// transfer back. A retry takes its places again ahead of downloads that have not started.
     /// A source failure stops new work but lets started downloads finish.
     private func feedWorkers(_ run: RunState, known: [LedgerKey: LedgerEntry]) async throws {
         let (outputs, continuation) = AsyncThrowingStream.makeStream(of: SourceOutput.self)
@@ -154,7 +155,7 @@ public struct Pipeline: Sendable {
                     case .item(let item):
                         if run.stopReason != nil { break outputs }
                         for job in try await plan(item, known: known, run) {
-                            while running >= options.concurrency * Self.tasksPerTransfer {
+                            while running >= Self.taskLimit(concurrency: options.concurrency) {
                                 if try await group.next() == true { running -= 1 }
                             }
                             // A slot may free up because the run was cancelled or went over its failure
@@ -182,12 +183,17 @@ public struct Pipeline: Sendable {
         }
     }
 
-    /// Tasks a run may have per transfer slot: one moving bytes, the rest storing or waiting to retry. Durable
-    /// stores wait for a group flush (a `syncfs`, then a folder's `fsync`), and with twice the slots the
-    /// waiting stores filled their places while slots stood idle: 2,000 files with the defaults took 1.97 s
-    /// (median of 7) against 1.82 s with eight times, which costs 1 MiB more at most. Without `sync` it makes
-    /// no difference.
-    static let tasksPerTransfer = 8
+    /// Download tasks a run may have at once, storing and waiting ones included: eight per transfer slot, and
+    /// at most 112 beyond the slots.
+    ///
+    /// Durable stores wait for a group flush (a `syncfs`, then a folder's `fsync`), and when every task counted
+    /// against twice the slots the waiting stores filled every place while slots stood idle: 2,000 files with
+    /// the defaults at concurrency 16 took 1.97 s (median of 7) against 1.82 s with eight times, for 1 MiB more.
+    /// Without `sync` it makes no difference. The cap keeps a high concurrency from holding a folder descriptor
+    /// per waiting store past the usual limit of 1,024 open files.
+    static func taskLimit(concurrency: Int) -> Int {
+        min(concurrency * 8, concurrency + 112)
+    }
 
     /// Whether the failures so far reached the download section's `max-failures`; the first time, the run
     /// stops starting items and says why.
@@ -245,6 +251,9 @@ public struct Pipeline: Sendable {
         let policy = options.policy
         // Stopped before its turn came (a slot freed by the stop itself may still reach it): nothing was
         // started, so nothing is paused either. Failures may also have used up the budget meanwhile.
+        guard (try? await run.underWay.acquire()) != nil else { return }
+        var underWay = true
+        defer { if underWay { run.underWay.release() } }
         guard (try? await run.transfers.acquire()) != nil else { return }
         if Task.isCancelled || overBudget(run) {
             run.transfers.release()
@@ -262,8 +271,13 @@ public struct Pipeline: Sendable {
         while true {
             let answer = AnswerBox()
             do {
+                if !underWay {
+                    try await run.underWay.acquire(ahead: true)
+                    underWay = true
+                }
                 if !holdsSlot {
-                    try await run.transfers.acquire()
+                    // A retry goes before downloads that have not started, so that what was started ends first.
+                    try await run.transfers.acquire(ahead: true)
                     holdsSlot = true
                 }
                 let fetched: Result<Fetched, any Error>
@@ -288,6 +302,9 @@ public struct Pipeline: Sendable {
                 }
                 let size = try result.size ?? Self.fileSize(atPath: stagingPath)
                 let staged = StagedFile(url: staging, size: size, sha256: result.sha256, sourceURL: result.url)
+                // A store (waiting on the disk, when durable) lets the next download get under way.
+                run.underWay.release()
+                underWay = false
                 let location = try await sink.store(staged, as: job.plan)
                 let record = StoredRecord(location: location, size: size, sha256: staged.sha256)
                 if sink.commitsEachStore { ledger?.stored(job.key, record) } else { run.deferStored(job.key, record) }
@@ -329,18 +346,23 @@ public struct Pipeline: Sendable {
                     let wait =
                         transportError?.status == 416 || transportError?.code == .changedDuringResume
                         ? .zero : policy.delay(attempt: attempt, retryAfter: transportError?.headers?["Retry-After"])
+                    if overBudget(run) {
+                        // The run's failures reached its budget while this attempt ran.
+                        pause(job, kept: kept, transferred: transferred, run)
+                        return
+                    }
                     if ContinuousClock.now - started + wait <= policy.retryBudget {
                         run.report(
                             .retrying(
                                 ref, asset: job.asset, attempt: attempt, after: wait,
                                 reason: String(describing: error)))
-                        do {
-                            try await Task.sleep(for: wait)
-                            continue
-                        } catch {
+                        // Paused rather than tried again once the run's failures reach its budget: the next run
+                        // goes on with it.
+                        guard (try? await Task.sleep(for: wait)) != nil, !overBudget(run) else {
                             pause(job, kept: kept, transferred: transferred, run)
                             return
                         }
+                        continue
                     }
                 }
                 let reason = String(describing: error) + (attempt > 1 ? " (after \(attempt) attempts)" : "")
@@ -582,6 +604,11 @@ private final class RunState: Sendable {
 
     /// The staging folder's path (see ``Pipeline/stagingLocation(inFolder:source:itemID:asset:)``).
     let stagingFolder: String
+    /// Downloads under way, from their first attempt to their store, retry delays included: twice the
+    /// transfer slots. A store does not hold a place, so a durable one waiting on the disk does not hold the
+    /// next download back; a retry does, so that during a run of failures (503s, say) new items do not start
+    /// while others wait to try again, and a failure budget stops the run close to its count.
+    let underWay: Slots
 
     init(
         ledger: Ledger?, events: @escaping @Sendable (PipelineEvent) -> Void, transfers: Int, stagingFolder: String
@@ -589,6 +616,7 @@ private final class RunState: Sendable {
         self.ledger = ledger
         self.events = events
         self.transfers = Slots(limit: transfers)
+        self.underWay = Slots(limit: 2 * transfers)
         self.stagingFolder = stagingFolder
     }
 

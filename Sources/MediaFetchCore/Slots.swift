@@ -7,7 +7,7 @@ import Synchronization
 final class Slots: Sendable {
     private struct State {
         var available: Int
-        var waiters: [(id: UInt64, continuation: CheckedContinuation<Void, any Error>)] = []
+        var waiters: [(id: UInt64, ahead: Bool, continuation: CheckedContinuation<Void, any Error>)] = []
         var nextID: UInt64 = 0
         var closed = false
     }
@@ -19,9 +19,11 @@ final class Slots: Sendable {
     }
 
     /// Takes a slot, waiting for one when all are taken.
+    /// - Parameter ahead: wait before everyone who did not ask to (in their order among themselves): a
+    ///   download that already started, coming back for a retry, goes before one that has not started.
     /// - Throws: `CancellationError` when the calling task is cancelled first, or the slots are closed; no
     ///   slot is then taken.
-    func acquire() async throws {
+    func acquire(ahead: Bool = false) async throws {
         let id = state.withLock { state in
             defer { state.nextID += 1 }
             return state.nextID
@@ -35,7 +37,10 @@ final class Slots: Sendable {
                         state.available -= 1
                         return .success(())
                     }
-                    state.waiters.append((id, continuation))
+                    let place =
+                        ahead
+                        ? state.waiters.firstIndex { !$0.ahead } ?? state.waiters.endIndex : state.waiters.endIndex
+                    state.waiters.insert((id, ahead, continuation), at: place)
                     return nil
                 }
                 if let outcome { continuation.resume(with: outcome) }

@@ -23,13 +23,19 @@ struct PipelineTests {
         let failing: Set<String>
         let holdUntilCancelled: Bool
         let misreportSize: Bool
-        let running = Mutex((now: 0, peak: 0))
+        /// The status the failing items answer: 404 is final, 503 is tried again.
+        let failStatus: Int
+        let running = Mutex((now: 0, peak: 0, requests: 0))
         let started: AsyncStream<Void>.Continuation
         let startedStream: AsyncStream<Void>
 
-        init(concurrency: Int, failing: Set<String> = [], hold: Bool = false, misreportSize: Bool = false) {
+        init(
+            concurrency: Int, failing: Set<String> = [], failStatus: Int = 404, hold: Bool = false,
+            misreportSize: Bool = false
+        ) {
             maxConcurrentTransfers = concurrency
             self.failing = failing
+            self.failStatus = failStatus
             holdUntilCancelled = hold
             self.misreportSize = misreportSize
             (startedStream, started) = AsyncStream.makeStream()
@@ -47,6 +53,7 @@ struct PipelineTests {
             running.withLock {
                 $0.now += 1
                 $0.peak = max($0.peak, $0.now)
+                $0.requests += 1
             }
             defer { running.withLock { $0.now -= 1 } }
             started.yield()
@@ -57,7 +64,7 @@ struct PipelineTests {
             }
             // Later items finish first, so completion order differs from source order.
             for _ in 0..<(100 - (Int(id) ?? 0) % 100) { await Task.yield() }
-            if failing.contains(id) { throw TransportError(.httpStatus(404), url: request.url) }
+            if failing.contains(id) { throw TransportError(.httpStatus(failStatus), url: request.url) }
             let bytes = Data(repeating: UInt8(ascii: "0") + UInt8((Int(id) ?? 0) % 10), count: 1000 + (Int(id) ?? 0))
             try bytes.write(to: request.destination)
             progress(DownloadProgress(received: Int64(bytes.count), expected: Int64(bytes.count)))
@@ -228,7 +235,31 @@ struct PipelineTests {
         #expect(!summary.interrupted)
         #expect(summary.sourceError == nil)
         #expect(summary.exitCode == 1)
-        // The budget is checked before each new item, so at most the items in flight fail past it.
-        #expect((3...4).contains(summary.failed))
+        // The budget is checked before each new item, so at most the items holding a slot when it is reached
+        // fail past it (a slot is given back before its failure is counted).
+        #expect((3...5).contains(summary.failed))
+    }
+
+    /// With answers worth retrying (503), items wait out delays without a slot, and others start meanwhile.
+    /// Once the budget is reached, those waiting are paused instead of tried again, and a retry goes before
+    /// items that have not started: the failures stay near the budget, and so do the requests.
+    @Test func theFailureBudgetAlsoStopsRetries() async throws {
+        let everything = Set((1...40).map(String.init))
+        let transport = FakeTransport(concurrency: 2, failing: everything, failStatus: 503)
+        let policy = DownloadPolicy(
+            retries: 3, retryMaxWait: .milliseconds(5), retryBase: .milliseconds(1), maxFailures: 3)
+        let summary = await Pipeline(
+            source: ListSource(outputs: Self.items(40)), transport: transport, sink: MemorySink(),
+            options: .init(concurrency: 2, stagingDirectory: Self.staging(), policy: policy)
+        ).run()
+        #expect(summary.stopReason?.contains("max-failures") == true)
+        // Twice concurrency items are under way at most (RunState.underWay); when the budget is reached, the
+        // others under way fail only if their attempt in flight was their last, and are paused otherwise.
+        #expect((3...(3 + 2 * 2 - 1)).contains(summary.failed), "\(summary)")
+        // Every item that started ended failed or paused; each made four requests at most. (With every task
+        // free to start while others waited out retry delays, a review measured 18 failures and 72 requests.)
+        let requests = transport.running.withLock { $0.requests }
+        #expect(summary.failed + summary.paused <= 3 + 2 * 2, "\(summary)")
+        #expect(requests <= 4 * (summary.failed + summary.paused), "\(requests) requests, \(summary)")
     }
 }

@@ -34,6 +34,29 @@ struct SlotsTests {
         #expect(slots.available == 1)
     }
 
+    @Test func waitersAheadGoFirstInTheirOwnOrder() async throws {
+        let slots = Slots(limit: 1)
+        try await slots.acquire()
+        let order = OrderLog()
+        // 0, 2 and 4 wait as usual, 1 and 3 ask to go ahead (a retry): 1, 3, then 0, 2, 4.
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            for index in 0..<5 {
+                group.addTask {
+                    try await slots.acquire(ahead: index % 2 == 1)
+                    order.entries.withLock { $0.append(index) }
+                    slots.release()
+                }
+                let deadline = ContinuousClock.now + .seconds(30)
+                while slots.waiters < index + 1 && ContinuousClock.now < deadline { await Task.yield() }
+            }
+            #expect(slots.waiters == 5)
+            slots.release()
+            try await group.waitForAll()
+        }
+        #expect(order.entries.withLock { $0 } == [1, 3, 0, 2, 4])
+        #expect(slots.available == 1)
+    }
+
     @Test func aCancelledWaiterTakesNoSlot() async throws {
         let slots = Slots(limit: 1)
         try await slots.acquire()
