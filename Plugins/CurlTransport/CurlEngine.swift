@@ -80,7 +80,7 @@ final class CurlEngine: @unchecked Sendable {
 
     /// Changes the inbox under its lock (leaving commands), then wakes the thread if it waits in
     /// `curl_multi_poll`; a thread that is busy finds the commands at the top of its loop.
-    private func send<Result: Sendable>(_ change: (inout Inbox) -> Result) -> Result {
+    private func send<T: Sendable>(_ change: (inout Inbox) -> T) -> T {
         let (result, polling) = inbox.withLock { inbox in (change(&inbox), inbox.polling) }
         if polling { multi.wakeup() }
         return result

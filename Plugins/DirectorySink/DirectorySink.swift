@@ -166,7 +166,7 @@ public final class DirectorySink: Sink {
     ///   not recorded, and the next run fetches it again.
     public func store(_ file: StagedFile, as plan: StoragePlan) async throws -> String {
         let placement = SafePlacement(
-            root: root, rootPath: rootPath, relativePath: plan.relativePath, item: plan.item, sync: sync)
+            rootPath: rootPath, relativePath: plan.relativePath, item: plan.item, sync: sync)
         let staged = file.url.path
         if sync, let flush = try groupFlush(covering: staged) {
             try await place(staged, with: placement, flushedBy: flush)
@@ -226,7 +226,7 @@ public final class DirectorySink: Sink {
         let choice = try flusher.withLock { (choice: inout FlushChoice) throws(SinkError) -> FlushChoice in
             guard case .undecided = choice else { return choice }
             let folder = try SafePlacement(
-                root: root, rootPath: rootPath, relativePath: ".", item: ItemRef(id: "", title: "the folder")
+                rootPath: rootPath, relativePath: ".", item: ItemRef(id: "", title: "the folder")
             )
             .openRoot()
             var info = stat()
@@ -272,7 +272,7 @@ public final class DirectorySink: Sink {
             }
             defer { try? FileManager.default.removeItem(at: staged) }
             try SafePlacement(
-                root: root, rootPath: rootPath, relativePath: name, item: ItemRef(id: name, title: "the collection"),
+                rootPath: rootPath, relativePath: name, item: ItemRef(id: name, title: "the collection"),
                 sync: sync
             )
             .place(staged.path)

@@ -24,8 +24,7 @@ import MediaFetchCore
 /// The staged file is named by its path: the callers have it as a string already, and each `URL.path` costs a
 /// percent-decoding of the whole path.
 struct SafePlacement {
-    var root: URL
-    /// `root.path`, worked out once by the sink.
+    /// The folder's path (the sink works it out once from its URL: each `URL.path` decodes it again).
     var rootPath: String
     var relativePath: String
     var item: ItemRef
@@ -159,7 +158,7 @@ struct SafePlacement {
         var descriptor = open(rootPath, flags)
         if descriptor < 0 && errno == ENOENT {
             do {
-                try FileManager.default.createDirectory(at: root, withIntermediateDirectories: true)
+                try FileManager.default.createDirectory(atPath: rootPath, withIntermediateDirectories: true)
             } catch {
                 throw failure("cannot create the folder \(rootPath): \(error.localizedDescription)")
             }
