@@ -187,9 +187,10 @@ public struct Pipeline: Sendable {
     /// at most 112 beyond the slots.
     ///
     /// Durable stores wait for a group flush (a `syncfs`, then a folder's `fsync`), and when every task counted
-    /// against twice the slots the waiting stores filled every place while slots stood idle: 2,000 files with
-    /// the defaults at concurrency 16 took 1.97 s (median of 7) against 1.82 s with eight times, for 1 MiB more.
-    /// Without `sync` it makes no difference. The cap keeps a high concurrency from holding a folder descriptor
+    /// against twice the slots the waiting stores filled every place while slots stood idle. With stores
+    /// outside ``RunState/underWay`` and room for eight tasks a slot, 2,000 files with the defaults at
+    /// concurrency 16 took 1.73 s against 1.87 s (median of 7, alternating), for 1.5 MiB more. Without `sync`
+    /// it makes no difference. The cap keeps a high concurrency from holding a folder descriptor
     /// per waiting store past the usual limit of 1,024 open files.
     static func taskLimit(concurrency: Int) -> Int {
         min(concurrency * 8, concurrency + 112)
