@@ -138,18 +138,23 @@ struct LedgerTests {
         #expect(try ledger.entry(key)?.status == .partial)
     }
 
-    @Test func aLedgerOfTheFirstSchemaIsMigratedWithItsRows() throws {
+    /// A folder holding a ledger left at schema `version`, with `row` inserted; the ledger's path comes along.
+    static func oldLedger(version: Int, row: String) throws -> (folder: URL, path: String) {
         let folder = FileManager.default.temporaryDirectory.appendingPathComponent("ledger-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
         let path = folder.appendingPathComponent(Ledger.fileName).path
-        do {
-            let old = try SQLiteDatabase(path: path)
-            try old.execute(Ledger.migrations[0])
-            try old.execute("PRAGMA user_version = 1")
-            try old.execute(
-                "INSERT INTO items (source, item_id, asset, url, status, updated_at) "
-                    + "VALUES ('urls', '7', 'preview', 'http://127.0.0.1/7', 'stored', 0)")
-        }
+        let old = try SQLiteDatabase(path: path)
+        for migration in Ledger.migrations.prefix(version) { try old.execute(migration) }
+        try old.execute("PRAGMA user_version = \(version)")
+        try old.execute(row)
+        return (folder, path)
+    }
+
+    @Test func aLedgerOfTheFirstSchemaIsMigratedWithItsRows() throws {
+        let (folder, path) = try Self.oldLedger(
+            version: 1,
+            row: "INSERT INTO items (source, item_id, asset, url, status, updated_at) "
+                + "VALUES ('urls', '7', 'preview', 'http://127.0.0.1/7', 'stored', 0)")
         let ledger = try Ledger(directory: folder)
         #expect(try ledger.entry(LedgerKey(source: "urls", itemID: "7", asset: .preview))?.status == .stored)
         let database = try SQLiteDatabase(path: path)
@@ -176,22 +181,14 @@ struct LedgerTests {
 
     /// A ledger at schema 2 with every column set comes through the rebuild of schema 3 column for column.
     @Test func aFullRowOfSchemaTwoSurvivesTheRebuild() throws {
-        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("ledger-\(UUID().uuidString)")
-        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
-        let path = folder.appendingPathComponent(Ledger.fileName).path
-        do {
-            let old = try SQLiteDatabase(path: path)
-            try old.execute(Ledger.migrations[0])
-            try old.execute(Ledger.migrations[1])
-            try old.execute("PRAGMA user_version = 2")
-            try old.execute(
-                """
+        let (folder, _) = try Self.oldLedger(
+            version: 2,
+            row: """
                 INSERT INTO items (source, item_id, asset, title, url, etag, last_modified, expected_bytes,
                     received_bytes, sha256, status, reason, attempts, location, updated_at)
                 VALUES ('itunes', '42', 'artwork', 'Title', 'http://127.0.0.1/42.jpg', '"e42"',
                     'Sun, 29 Nov 2026 20:00:00 GMT', 4242, 4141, 'ab42', 'failed', 'a reason', 7, 'A/B.jpg', 1234.5)
                 """)
-        }
         let entry = try #require(
             try Ledger(directory: folder).entry(LedgerKey(source: "itunes", itemID: "42", asset: .artwork)))
         #expect(entry.title == "Title")
