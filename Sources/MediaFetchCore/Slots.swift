@@ -1,9 +1,11 @@
 import Synchronization
 
-/// At most `limit` holders at a time, the rest waiting in the order they came. The pipeline uses two: its
-/// transfer slots, which a download holds while bytes move and gives back before its file is stored (a
-/// store that waits on the disk then lets the next download start), and the source's credits, so the source
-/// runs only a little ahead of the downloads. ``close()`` ends every wait, for a consumer that has left.
+/// At most `limit` holders at a time, the rest waiting in the order they came (those who ask to go ahead before
+/// the others). The pipeline uses three: its transfer slots, which a download holds while bytes move and gives
+/// back before its file is stored (a store that waits on the disk then lets the next download start); the
+/// places of downloads under way, held from the first attempt to the store, retry delays included; and the
+/// source's credits, so the source runs only a little ahead of the downloads. ``close()`` ends every wait, for
+/// a consumer that has left.
 final class Slots: Sendable {
     private struct State {
         var available: Int
