@@ -1,14 +1,13 @@
-/// A tiny deterministic generator, so that randomized tests are the same on every run.
+/// A tiny deterministic generator, so that randomized tests are the same on every run: SplitMix64, whose
+/// finaliser ``MockRandom/mix(_:)`` the mock catalog uses too.
 public struct SplitMix64: RandomNumberGenerator, Sendable {
     public var state: UInt64
 
     public init(seed: UInt64) { state = seed }
 
     public mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
+        // mix adds the step itself: the output is the finaliser of the advanced state.
+        defer { state &+= 0x9E37_79B9_7F4A_7C15 }
+        return MockRandom.mix(state)
     }
 }
