@@ -1,5 +1,6 @@
 import Foundation
 import MediaFetchCore
+import MediaFetchTesting
 import Synchronization
 import Testing
 
@@ -54,8 +55,7 @@ struct GroupFlushTests {
         }
         try await withThrowingTaskGroup(of: Void.self) { tasks in
             for _ in 0..<count { tasks.addTask { try await request() } }
-            let deadline = ContinuousClock.now + .seconds(30)
-            while group.waiting < count && ContinuousClock.now < deadline { await Task.yield() }
+            await yield(until: { group.waiting >= count })
             #expect(group.waiting == count)
             #expect(held.calls.withLock { $0 } == 1)
             held.gate.signal()

@@ -1,4 +1,5 @@
 import Foundation
+import MediaFetchTesting
 import Synchronization
 import Testing
 
@@ -25,8 +26,7 @@ struct SlotsTests {
                     slots.release()
                 }
                 // Each waiter is queued before the next one starts.
-                let deadline = ContinuousClock.now + .seconds(30)
-                while slots.waiters < index + 1 && ContinuousClock.now < deadline { await Task.yield() }
+                await yield(until: { slots.waiters >= index + 1 })
             }
             #expect(slots.waiters == 5)
             slots.release()
@@ -49,8 +49,7 @@ struct SlotsTests {
         let slots = Slots(limit: 1)
         try await slots.acquire()
         let waiter = Task { try await slots.acquire() }
-        let deadline = ContinuousClock.now + .seconds(30)
-        while slots.waiters < 1 && ContinuousClock.now < deadline { await Task.yield() }
+        await yield(until: { slots.waiters >= 1 })
         waiter.cancel()
         await #expect(throws: CancellationError.self) { try await waiter.value }
         #expect(slots.waiters == 0)
@@ -62,8 +61,7 @@ struct SlotsTests {
         let slots = Slots(limit: 1)
         try await slots.acquire()
         let waiter = Task { try await slots.acquire() }
-        let deadline = ContinuousClock.now + .seconds(30)
-        while slots.waiters < 1 && ContinuousClock.now < deadline { await Task.yield() }
+        await yield(until: { slots.waiters >= 1 })
         slots.close()
         await #expect(throws: CancellationError.self) { try await waiter.value }
         slots.release()
