@@ -10,14 +10,14 @@ struct MaxRateTests {
         let server = try MockCatalogServer()
         server.addFile(path: "/rate.bin", size: 1_500_000, seed: 3)
         let transport = try CurlTransport(.init(concurrency: 1, maxRate: 2_000_000))
-        let file = FileManager.default.temporaryDirectory.appendingPathComponent("rate-\(UUID().uuidString)")
-        defer { try? FileManager.default.removeItem(at: file) }
-        let start = ContinuousClock.now
-        let result = try await transport.download(
-            DownloadRequest(url: server.url(path: "/rate.bin"), destination: file)
-        ) { _ in }
-        #expect(ContinuousClock.now - start >= .milliseconds(500))
-        #expect(result.fileSize == 1_500_000)
+        try await withTemporaryDirectory { folder in
+            let start = ContinuousClock.now
+            let result = try await transport.download(
+                DownloadRequest(url: server.url(path: "/rate.bin"), destination: folder.appendingPathComponent("rate"))
+            ) { _ in }
+            #expect(ContinuousClock.now - start >= .milliseconds(500))
+            #expect(result.fileSize == 1_500_000)
+        }
         await transport.shutdown()
     }
 
@@ -30,30 +30,29 @@ struct MaxRateTests {
         let server = try MockCatalogServer()
         for index in 0..<4 { server.addFile(path: "/rate\(index).bin", size: 500_000, seed: UInt64(index)) }
         let transport = try CurlTransport(.init(concurrency: 4, maxRate: 2_000_000))
-        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("rate-\(UUID().uuidString)")
-        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
-        defer { try? FileManager.default.removeItem(at: folder) }
-        let start = ContinuousClock.now
-        let results = try await withThrowingTaskGroup(of: (size: Int64, done: Duration).self) { group in
-            for index in 0..<4 {
-                group.addTask {
-                    let size = try await transport.download(
-                        DownloadRequest(
-                            url: server.url(path: "/rate\(index).bin"),
-                            destination: folder.appendingPathComponent("\(index)"))
-                    ) { _ in }.fileSize
-                    return (size, ContinuousClock.now - start)
+        try await withTemporaryDirectory { folder in
+            let start = ContinuousClock.now
+            let results = try await withThrowingTaskGroup(of: (size: Int64, done: Duration).self) { group in
+                for index in 0..<4 {
+                    group.addTask {
+                        let size = try await transport.download(
+                            DownloadRequest(
+                                url: server.url(path: "/rate\(index).bin"),
+                                destination: folder.appendingPathComponent("\(index)"))
+                        ) { _ in }.fileSize
+                        return (size, ContinuousClock.now - start)
+                    }
                 }
+                return try await group.reduce(into: []) { $0.append($1) }
             }
-            return try await group.reduce(into: []) { $0.append($1) }
-        }
-        #expect(ContinuousClock.now - start >= .milliseconds(900))
-        #expect(results.map(\.size) == [500_000, 500_000, 500_000, 500_000])
-        let firstDone = try #require(results.map(\.done).min())
-        #expect(firstDone >= .milliseconds(500), "one download finished long before the others: \(results)")
-        for index in 0..<4 {
-            let bytes = try Data(contentsOf: folder.appendingPathComponent("\(index)"))
-            #expect(bytes == Data(server.contentBytes(path: "/rate\(index).bin") ?? []))
+            #expect(ContinuousClock.now - start >= .milliseconds(900))
+            #expect(results.map(\.size) == [500_000, 500_000, 500_000, 500_000])
+            let firstDone = try #require(results.map(\.done).min())
+            #expect(firstDone >= .milliseconds(500), "one download finished long before the others: \(results)")
+            for index in 0..<4 {
+                let bytes = try Data(contentsOf: folder.appendingPathComponent("\(index)"))
+                #expect(bytes == Data(server.contentBytes(path: "/rate\(index).bin") ?? []))
+            }
         }
         await transport.shutdown()
     }
