@@ -11,3 +11,11 @@ public struct SplitMix64: RandomNumberGenerator, Sendable {
         return MockRandom.mix(state)
     }
 }
+
+extension SplitMix64 {
+    /// Text of `count` pieces (a number drawn from the range) drawn from `pieces`, joined: the inputs of the
+    /// seeded tests that compare a fast path with the rule it stands for.
+    public mutating func text(of pieces: [String], count: ClosedRange<Int>) -> String {
+        (0..<Int.random(in: count, using: &self)).map { _ in pieces.randomElement(using: &self) ?? "" }.joined()
+    }
+}

@@ -59,8 +59,7 @@ struct NamingFastPathTests {
             "ß",
         ]
         for _ in 0..<5_000 {
-            let text = (0..<Int.random(in: 1...5, using: &random)).map { _ in pieces.randomElement(using: &random)! }
-                .joined()
+            let text = random.text(of: pieces, count: 1...5)
             #expect(SafeName.isDeviceName(text) == Self.isDeviceNameWithoutGuard(text), "\(text)")
         }
     }

@@ -107,8 +107,7 @@ struct URLListSourceTests {
         ]
         var answered = 0
         for _ in 0..<20_000 {
-            let name = (0..<Int.random(in: 1...5, using: &random)).map { _ in pieces.randomElement(using: &random)! }
-                .joined()
+            let name = random.text(of: pieces, count: 1...5)
             guard let ext = URLListSource.simpleExtension(of: name) else { continue }
             answered += 1
             #expect(ext == (name as NSString).pathExtension, "\(name)")
@@ -133,8 +132,7 @@ struct URLListSourceTests {
         var random = SplitMix64(seed: 31)
         let pieces = ["http://127.0.0.1/a.m4a", "\n", "\r", "\r\n", "\u{0B}", "\u{0C}", " ", "#", "", "x"]
         for _ in 0..<3_000 {
-            let text = (0..<Int.random(in: 0...8, using: &random)).map { _ in pieces.randomElement(using: &random)! }
-                .joined()
+            let text = random.text(of: pieces, count: 0...8)
             #expect(
                 URLListSource.lines(of: text)
                     == text.split(omittingEmptySubsequences: false, whereSeparator: \.isNewline),
