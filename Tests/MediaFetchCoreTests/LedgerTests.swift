@@ -8,16 +8,9 @@ import Testing
 /// exactly as when every write is committed on its own.
 @Suite("Ledger batches")
 struct LedgerTests {
-    /// A fresh folder for a ledger.
-    static func folder() throws -> URL {
-        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("ledger-\(UUID().uuidString)")
-        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
-        return folder
-    }
-
     /// A fresh ledger in a folder of its own.
     static func ledger() throws -> Ledger {
-        try Ledger(directory: folder())
+        try Ledger(directory: scratchFolder("ledger"))
     }
 
     /// One write, chosen at random, for one of a few keys.
@@ -146,7 +139,7 @@ struct LedgerTests {
 
     /// A folder holding a ledger left at schema `version`, with `row` inserted; the ledger's path comes along.
     static func oldLedger(version: Int, row: String) throws -> (folder: URL, path: String) {
-        let folder = try Self.folder()
+        let folder = try scratchFolder("ledger")
         let path = folder.appendingPathComponent(Ledger.fileName).path
         let old = try SQLiteDatabase(path: path)
         for migration in Ledger.migrations.prefix(version) { try old.execute(migration) }

@@ -6,14 +6,8 @@ import Testing
 
 @Suite("Staging folder")
 struct StagingTests {
-    static func folder() throws -> URL {
-        let staging = FileManager.default.temporaryDirectory.appendingPathComponent("staging-\(UUID().uuidString)")
-        try FileManager.default.createDirectory(at: staging, withIntermediateDirectories: true)
-        return staging
-    }
-
     @Test func partialFilesOfAnEarlierLayoutMoveIntoTheirSubfolder() throws {
-        let staging = try Self.folder()
+        let staging = try scratchFolder("staging")
         defer { try? FileManager.default.removeItem(at: staging) }
         let name = Pipeline.stagingName(source: "itunes", itemID: "1440857781", asset: .preview)
         try Data("kept bytes".utf8).write(to: staging.appendingPathComponent(name))
@@ -27,7 +21,7 @@ struct StagingTests {
     }
 
     @Test func aPartialOfTheNewLayoutWinsOverTheOldOne() throws {
-        let staging = try Self.folder()
+        let staging = try scratchFolder("staging")
         defer { try? FileManager.default.removeItem(at: staging) }
         let name = Pipeline.stagingName(source: "itunes", itemID: "42", asset: .preview)
         let file = Pipeline.stagingFile(in: staging, source: "itunes", itemID: "42", asset: .preview)
@@ -43,7 +37,7 @@ struct StagingTests {
     }
 
     @Test func strayFilesStayWhereTheyAreAndStopNothing() throws {
-        let staging = try Self.folder()
+        let staging = try scratchFolder("staging")
         defer { try? FileManager.default.removeItem(at: staging) }
         // Not a name stableHash writes (an uppercase digit), and a file that is no partial at all.
         try Data().write(to: staging.appendingPathComponent("x-A.preview.part"))
