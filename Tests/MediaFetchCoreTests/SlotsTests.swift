@@ -45,11 +45,17 @@ struct SlotsTests {
         #expect(try await Self.order(ahead: { $0 % 2 == 1 }) == [1, 3, 0, 2, 4])
     }
 
-    @Test func aCancelledWaiterTakesNoSlot() async throws {
+    /// One slot, taken, and a task queued for it.
+    static func takenWithOneWaiter() async throws -> (Slots, Task<Void, any Error>) {
         let slots = Slots(limit: 1)
         try await slots.acquire()
         let waiter = Task { try await slots.acquire() }
         await yield(until: { slots.waiters >= 1 })
+        return (slots, waiter)
+    }
+
+    @Test func aCancelledWaiterTakesNoSlot() async throws {
+        let (slots, waiter) = try await Self.takenWithOneWaiter()
         waiter.cancel()
         await #expect(throws: CancellationError.self) { try await waiter.value }
         #expect(slots.waiters == 0)
@@ -58,10 +64,7 @@ struct SlotsTests {
     }
 
     @Test func closingEndsEveryWaitNowAndLater() async throws {
-        let slots = Slots(limit: 1)
-        try await slots.acquire()
-        let waiter = Task { try await slots.acquire() }
-        await yield(until: { slots.waiters >= 1 })
+        let (slots, waiter) = try await Self.takenWithOneWaiter()
         slots.close()
         await #expect(throws: CancellationError.self) { try await waiter.value }
         slots.release()
