@@ -1,5 +1,6 @@
 import Foundation
 import MediaFetchCore
+import MediaFetchTesting
 import Testing
 
 @testable import ArchiveSink
@@ -100,7 +101,7 @@ struct ArchiveCollectionTests {
                 !name.split(separator: "/", omittingEmptySubsequences: false)
                     .contains { $0.isEmpty || $0 == "." || $0 == ".." })
         }
-        for tool in ["tar", "bsdtar"] {
+        for tool in [RequiredProgram.gnuTar, .bsdtar] {
             let tree = try fixture.extract(with: tool)
             #expect(Set(tree.values).isSuperset(of: items.map { Data($0.id.utf8) }), "\(tool)")
         }

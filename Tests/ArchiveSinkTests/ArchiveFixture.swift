@@ -80,9 +80,12 @@ struct ArchiveFixture: ~Copyable {
         Dictionary(try entries(url).map { ($0.entry.name, $0.data) }, uniquingKeysWith: { first, _ in first })
     }
 
-    /// Extracts the archive with an outside tool (`tar` is GNU tar, `bsdtar` libarchive's) into a new
-    /// folder and returns every file below it, relative path to bytes.
-    func extract(with tool: String) throws -> [String: Data] {
+    /// Extracts the archive with an outside tool (GNU tar, or libarchive's bsdtar) into a new folder and
+    /// returns every file below it, relative path to bytes. GNU tar runs the filter's own program (`zstd`,
+    /// `xz`) to read a compressed archive, so that one is required too.
+    /// - Throws: ``MissingProgram`` when a program is not installed.
+    func extract(with tool: RequiredProgram, filter: ArchiveCompression = .none) throws -> [String: Data] {
+        if tool == .gnuTar, let program = RequiredProgram.filter(named: filter.rawValue) { _ = try program.locate() }
         let folder = base.appendingPathComponent("extract-\(tool)-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
         let status = try run(tool, ["-xf", archive.path, "-C", folder.path])
@@ -90,11 +93,11 @@ struct ArchiveFixture: ~Copyable {
         return try tree(folder)
     }
 
-    /// Runs `tool` from the PATH with a UTF-8 locale, its output discarded; returns the exit status.
-    func run(_ tool: String, _ arguments: [String]) throws -> Int32 {
+    /// Runs `tool` with a UTF-8 locale, its output discarded; returns the exit status.
+    func run(_ tool: RequiredProgram, _ arguments: [String]) throws -> Int32 {
         let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        process.arguments = [tool] + arguments
+        process.executableURL = try tool.locate()
+        process.arguments = arguments
         var environment = ProcessInfo.processInfo.environment
         environment["LC_ALL"] = "C.UTF-8"
         process.environment = environment

@@ -53,11 +53,11 @@ struct ArchiveRoundTripTests {
             entries.suffix(2).map(\.entry.name) == [CollectionOptions.manifestName, CollectionOptions.playlistName])
         #expect(try fixture.leftovers().isEmpty)
 
-        let bsdtar = try fixture.extract(with: "bsdtar")
+        let bsdtar = try fixture.extract(with: .bsdtar, filter: compression)
         #expect(bsdtar.filter { expected[$0.key] != nil } == expected)
         #expect(bsdtar.count == expected.count + 2)
         if format != .zip {
-            let gnu = try fixture.extract(with: "tar")
+            let gnu = try fixture.extract(with: .gnuTar, filter: compression)
             #expect(gnu.filter { expected[$0.key] != nil } == expected)
             #expect(gnu.count == expected.count + 2)
         }
@@ -86,8 +86,8 @@ struct ArchiveRoundTripTests {
                 collection: CollectionOptions(writesManifest: false, writesPlaylist: false))
             try await sink.finish()
             #expect(try fixture.entries().isEmpty)
-            #expect(try fixture.extract(with: "tar").isEmpty)
-            #expect(try fixture.extract(with: "bsdtar").isEmpty)
+            #expect(try fixture.extract(with: .gnuTar, filter: compression).isEmpty)
+            #expect(try fixture.extract(with: .bsdtar, filter: compression).isEmpty)
         }
     }
 

@@ -66,7 +66,7 @@ struct ArchiveRunTests {
         for index in 1...6 {
             #expect(songs["Artist/Album/01 Song \(index).m4a"] == bytes(index, count: 3000 + index))
         }
-        #expect(try fixture.extract(with: "tar").count == 8)
+        #expect(try fixture.extract(with: .gnuTar).count == 8)
     }
 
     @Test func keepRefusesWhatThePreviousArchiveDoesNotHold() async throws {

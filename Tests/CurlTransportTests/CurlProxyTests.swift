@@ -1,5 +1,6 @@
 import CurlTransport
 import Foundation
+import MediaFetchTesting
 import MediaFetchCore
 import Testing
 
@@ -44,7 +45,7 @@ struct CurlProxyTests {
             environment["NO_PROXY"] = nil
             // The variable is live: curl, which reads it, goes through the proxy.
             let curl = try await runProgram(
-                URL(fileURLWithPath: "/usr/bin/curl"), ["-sS", "-o", "/dev/null", url.absoluteString],
+                try RequiredProgram.curl.locate(), ["-sS", "-o", "/dev/null", url.absoluteString],
                 environment: environment)
             try #require(curl.status == 0, "curl: \(curl.output)")
             try #require(try server.logLines(server.proxyLog, atLeast: 1).count == 1)

@@ -1,4 +1,5 @@
 import Foundation
+import MediaFetchTesting
 
 #if canImport(Glibc)
     import Glibc
@@ -130,10 +131,11 @@ final class NginxServer {
         // and also when the test process dies without stopping it (a killed `swift test` left nginx running).
         // SIGKILL, not SIGTERM: with `master_process off` nginx keeps the signal mask it inherits, and the
         // test runner's threads block SIGTERM, so a polite stop would never arrive.
+        let nginx = try RequiredProgram.nginx.locate()
         process = Process()
         process.executableURL = URL(fileURLWithPath: "/bin/sh")
         process.arguments = [
-            "-c", "/usr/sbin/nginx \"$@\" < /dev/null & server=$!; cat > /dev/null; kill -9 $server; wait", "sh",
+            "-c", "\"$0\" \"$@\" < /dev/null & server=$!; cat > /dev/null; kill -9 $server; wait", nginx.path,
             "-p", root, "-c", configFile.path, "-e", "\(root)/error.log",
         ]
         process.standardInput = lifeline

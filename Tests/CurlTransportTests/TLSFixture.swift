@@ -1,4 +1,5 @@
 import Foundation
+import MediaFetchTesting
 
 /// A throwaway certificate authority and a server certificate it signed for `127.0.0.1` and `localhost`, made
 /// with the `openssl` CLI in a directory the caller owns and removes.
@@ -58,16 +59,8 @@ struct TLSFixture {
         }
     }
 
-    /// The `openssl` program on the PATH; missing, it is an error, never a skipped test.
+    /// The `openssl` program; missing, it is an error naming the package, never a skipped test.
     private static func openssl() throws -> URL {
-        let path = ProcessInfo.processInfo.environment["PATH"] ?? ""
-        let directories = path.split(separator: ":").map(String.init) + ["/usr/bin"]
-        for directory in directories {
-            let candidate = URL(fileURLWithPath: directory).appendingPathComponent("openssl")
-            if FileManager.default.isExecutableFile(atPath: candidate.path) { return candidate }
-        }
-        throw ServerError(
-            "the openssl CLI is not installed (looked in PATH and /usr/bin); the TLS tests make their "
-                + "certificates with it, and .ci/run installs it (apt package openssl)")
+        try RequiredProgram.openssl.locate()
     }
 }

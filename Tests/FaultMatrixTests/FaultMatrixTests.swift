@@ -120,8 +120,8 @@ struct FaultMatrixTests {
                 let extracted = folder.appendingPathComponent("extracted")
                 try FileManager.default.createDirectory(at: extracted, withIntermediateDirectories: true)
                 let tar = Process()
-                tar.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-                tar.arguments = ["tar", "-xf", archive.path, "-C", extracted.path]
+                tar.executableURL = try RequiredProgram.gnuTar.locate()
+                tar.arguments = ["-xf", archive.path, "-C", extracted.path]
                 try tar.run()
                 tar.waitUntilExit()
                 #expect(tar.terminationStatus == 0, "GNU tar could not read the archive: it is corrupt")

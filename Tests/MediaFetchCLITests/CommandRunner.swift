@@ -1,4 +1,5 @@
 import Foundation
+import MediaFetchTesting
 import Testing
 
 /// Runs the built `mediafetch` binary as a user would, and collects what it printed.
@@ -94,9 +95,10 @@ struct CommandRunner {
     /// The files of a tar archive, by path, read back with GNU tar; an archive tar cannot read fails the test.
     /// Also checks that no name is in the archive twice.
     static func extract(_ archive: URL, into scratch: URL) throws -> [String: Data] {
+        let gnuTar = try RequiredProgram.gnuTar.locate()
         let list = Process()
-        list.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        list.arguments = ["tar", "-tf", archive.path]
+        list.executableURL = gnuTar
+        list.arguments = ["-tf", archive.path]
         let names = scratch.appendingPathComponent("names.txt")
         _ = FileManager.default.createFile(atPath: names.path, contents: nil)
         list.standardOutput = try FileHandle(forWritingTo: names)
@@ -109,8 +111,8 @@ struct CommandRunner {
         let folder = scratch.appendingPathComponent("extracted-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
         let tar = Process()
-        tar.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        tar.arguments = ["tar", "-xf", archive.path, "-C", folder.path]
+        tar.executableURL = gnuTar
+        tar.arguments = ["-xf", archive.path, "-C", folder.path]
         try tar.run()
         tar.waitUntilExit()
         #expect(tar.terminationStatus == 0, "tar cannot extract \(archive.path)")

@@ -40,9 +40,9 @@ struct MemoryTests {
         let timing = scratch.appendingPathComponent("time.txt")
         let outcome = try CommandRunner.run(
             [
-                "/usr/bin/time", "-f", "%M", "-o", timing.path, try CommandRunner.binary.path, "run",
+                "-f", "%M", "-o", timing.path, try CommandRunner.binary.path, "run",
                 scratch.appendingPathComponent("big.yaml").path, "--quiet",
-            ], executable: URL(fileURLWithPath: "/usr/bin/env"))
+            ], executable: try RequiredProgram.time.locate())
         #expect(outcome.status == 0, "\(outcome.stdout)\(outcome.stderr)")
         let peak = try #require(
             Int(
@@ -50,10 +50,13 @@ struct MemoryTests {
                     .trimmingCharacters(in: .whitespacesAndNewlines)))
         #expect(peak < Self.peakLimitKiB(transport), "peak RSS \(peak / 1024) MiB for a \(Self.size >> 20) MiB file")
 
-        let stored =
-            sink == "tar"
-            ? try CommandRunner.shell("tar -xOf '\(output.path)' large.bin | sha256sum")
-            : try CommandRunner.shell("sha256sum < '\(output.appendingPathComponent("large.bin").path)'")
+        let stored: String
+        if sink == "tar" {
+            let gnuTar = try RequiredProgram.gnuTar.locate()
+            stored = try CommandRunner.shell("'\(gnuTar.path)' -xOf '\(output.path)' large.bin | sha256sum")
+        } else {
+            stored = try CommandRunner.shell("sha256sum < '\(output.appendingPathComponent("large.bin").path)'")
+        }
         #expect(stored.hasPrefix(try Self.servedDigest(server)))
     }
 
