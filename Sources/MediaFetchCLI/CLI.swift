@@ -26,7 +26,12 @@ public enum CLI {
         ("status", "status CONFIG [--json]: what the ledger records: stored, partial, failed, pending"),
         ("clean", "clean CONFIG [--all]: discard partial downloads (with --all, the ledger too)"),
         ("plugins", "plugins [--markdown]: list every plugin with its options and defaults"),
-        ("demo", "demo [--config PATH] [--quiet]: run config/demo.yaml against the bundled mock catalog, offline"),
+        (
+            "demo",
+            "demo [--config PATH] [--set KEY=VALUE]... [--quiet]: the offline demo, from any folder: the built-in "
+                + "demo config (config/demo.yaml is its copy) against the bundled mock catalog; writes demo-output/ "
+                + "under the current folder"
+        ),
         ("mock-server", "mock-server [--port N]: serve the mock iTunes catalog on loopback until interrupted"),
     ]
 

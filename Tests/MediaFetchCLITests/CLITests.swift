@@ -1,5 +1,5 @@
 import Foundation
-import MediaFetchCLI
+@testable import MediaFetchCLI
 import MediaFetchCore
 import MediaFetchTesting
 import Testing
@@ -206,5 +206,40 @@ struct InterruptTests {
         let catalog = server.catalog
         let expected = Set(catalog.search(term: "love").prefix(40).map { Data(catalog.previewBytes(for: $0)) })
         #expect(Set(try CommandRunner.tree(output).values) == expected)
+    }
+}
+
+/// `mediafetch demo` needs nothing from the repository: its config is built in.
+struct DemoAnywhereTests {
+    @Test func theBuiltInDemoConfigIsConfigDemoYaml() throws {
+        let file = try String(
+            contentsOf: CommandRunner.packageRoot.appendingPathComponent("config/demo.yaml"), encoding: .utf8)
+        #expect(file == DemoConfig.text + "\n", "config/demo.yaml and DemoConfig.text have drifted apart")
+    }
+
+    @Test func theDemoRunsInAnEmptyFolderOutsideTheRepository() throws {
+        let scratch = try CommandRunner.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: scratch) }
+        let outcome = try CommandRunner.run(["demo", "--quiet"], in: scratch)
+        #expect(outcome.status == 0, "\(outcome.stdout)\(outcome.stderr)")
+        let output = scratch.appendingPathComponent("demo-output")
+        #expect(outcome.stdout.contains("the files are in \(output.path)"))
+        let stored = try CommandRunner.tree(output)
+        #expect(stored.count >= 25)
+        #expect(stored.keys.allSatisfy { $0.hasSuffix(".m4a") })
+        // Everything the demo wrote is in that folder: the previews and the run's state.
+        let top = try FileManager.default.contentsOfDirectory(atPath: scratch.path).sorted()
+        #expect(top == [".mediafetch", "demo-output"])
+
+        // Run again, it fetches nothing: the state beside the built-in config remembers.
+        let again = try CommandRunner.run(["demo", "--quiet"], in: scratch)
+        #expect(again.status == 0, "\(again.stdout)\(again.stderr)")
+        #expect(again.stdout.contains("0 stored"), "\(again.stdout)")
+        #expect(again.stdout.contains("\(stored.count) already stored"), "\(again.stdout)")
+    }
+
+    @Test func helpSaysWhereTheDemoWrites() throws {
+        let outcome = try CommandRunner.run(["--help"])
+        #expect(outcome.stdout.contains("writes demo-output/ under the current folder"))
     }
 }
