@@ -353,6 +353,7 @@ public struct Pipeline: Sendable {
                         return
                     }
                     if ContinuousClock.now - started + wait <= policy.retryBudget {
+                        ledger?.retrying(job.key)
                         run.report(
                             .retrying(
                                 ref, asset: job.asset, attempt: attempt, after: wait,

@@ -39,7 +39,9 @@ public struct RequiredProgram: Sendable, Hashable, CustomStringConvertible {
     /// Where the program is.
     /// - Parameter environment: whose `PATH` is searched.
     /// - Throws: ``MissingProgram`` naming the program and how to install it.
-    public func locate(environment: [String: String] = ProcessInfo.processInfo.environment) throws(MissingProgram)
+    public func locate(
+        environment: [String: String] = ProcessInfo.processInfo.environment
+    ) throws(MissingProgram)
         -> URL
     {
         let path = environment["PATH"] ?? "/usr/bin:/bin"

@@ -1,8 +1,9 @@
 import Foundation
-@testable import MediaFetchCLI
 import MediaFetchCore
 import MediaFetchTesting
 import Testing
+
+@testable import MediaFetchCLI
 
 /// The command line end to end: the built binary against the loopback mock catalog.
 struct CLITests {

@@ -262,4 +262,28 @@ struct PipelineTests {
         #expect(summary.failed + summary.paused <= 3 + 2 * 2, "\(summary)")
         #expect(requests <= 4 * (summary.failed + summary.paused), "\(requests) requests, \(summary)")
     }
+
+    /// The ledger's attempts are the count the failure text gives, in the first run and in a later one.
+    @Test func theLedgersAttemptsAgreeWithTheFailureText() async throws {
+        let state = Self.staging()
+        defer { try? FileManager.default.removeItem(at: state) }
+        let ledger = try Ledger(directory: state)
+        let key = LedgerKey(source: "source", itemID: "2", asset: .preview)
+        for retries in [2, 4] {
+            let transport = FakeTransport(concurrency: 1, failing: ["2"], failStatus: 503)
+            let summary = await Pipeline(
+                source: ListSource(outputs: Self.items(2)), transport: transport,
+                sink: MemorySink(expectsDigests: false),
+                options: .init(
+                    concurrency: 1, stagingDirectory: state.appendingPathComponent("staging"), ledger: ledger,
+                    policy: DownloadPolicy(
+                        retries: retries, retryMaxWait: .milliseconds(2), retryBase: .milliseconds(1)))
+            ).run()
+            #expect(summary.failed == 1)
+            let entry = try #require(try ledger.entry(key))
+            #expect(entry.status == .failed)
+            #expect(entry.attempts == retries + 1)
+            #expect(entry.reason?.hasSuffix("(after \(retries + 1) attempts)") == true, "\(entry.reason ?? "")")
+        }
+    }
 }

@@ -83,11 +83,12 @@ public final class Ledger: Sendable {
         case stored(LedgerKey, StoredRecord)
         case failed(LedgerKey, reason: String, received: Int64)
         case paused(LedgerKey, received: Int64)
+        case retrying(LedgerKey)
 
         var key: LedgerKey {
             switch self {
             case .begin(let key, _, _), .responded(let key, _, _), .stored(let key, _), .failed(let key, _, _),
-                .paused(let key, _):
+                .paused(let key, _), .retrying(let key):
                 key
             }
         }
@@ -207,6 +208,9 @@ public final class Ledger: Sendable {
     public func failed(_ key: LedgerKey, reason: String, receivedBytes: Int64) {
         enqueue(.failed(key, reason: reason, received: receivedBytes))
     }
+
+    /// Another attempt at the download begins in this run (after a retryable failure): `attempts` counts it.
+    public func retrying(_ key: LedgerKey) { enqueue(.retrying(key)) }
 
     /// The run stopped with `receivedBytes` of the file kept for a resume.
     public func paused(_ key: LedgerKey, receivedBytes: Int64) { enqueue(.paused(key, received: receivedBytes)) }
@@ -340,7 +344,7 @@ public final class Ledger: Sendable {
                     title = excluded.title, url = excluded.url, etag = excluded.etag,
                     last_modified = excluded.last_modified, expected_bytes = excluded.expected_bytes,
                     received_bytes = excluded.received_bytes, sha256 = excluded.sha256, status = 'stored',
-                    reason = NULL, attempts = attempts + 1, location = excluded.location,
+                    reason = NULL, attempts = 1, location = excluded.location,
                     updated_at = excluded.updated_at
                 """
             ).run(
@@ -358,7 +362,7 @@ public final class Ledger: Sendable {
                 ON CONFLICT (source, item_id, asset) DO UPDATE SET
                     title = excluded.title, url = excluded.url, etag = excluded.etag,
                     last_modified = excluded.last_modified, expected_bytes = excluded.expected_bytes,
-                    status = 'partial', attempts = attempts + 1, updated_at = excluded.updated_at
+                    status = 'partial', attempts = 1, updated_at = excluded.updated_at
                 """
             ).run(
                 key.values + [
@@ -393,7 +397,7 @@ public final class Ledger: Sendable {
                 INSERT INTO items (source, item_id, asset, title, url, status, attempts, updated_at)
                 VALUES (?, ?, ?, ?, ?, 'pending', 1, ?)
                 ON CONFLICT (source, item_id, asset) DO UPDATE SET
-                    title = excluded.title, url = excluded.url, attempts = attempts + 1,
+                    title = excluded.title, url = excluded.url, attempts = 1,
                     status = CASE WHEN status = 'stored' THEN 'pending' ELSE status END,
                     updated_at = excluded.updated_at
                 """
@@ -425,6 +429,10 @@ public final class Ledger: Sendable {
                 WHERE source = ? AND item_id = ? AND asset = ?
                 """
             ).run([.text(reason), .integer(received), .real(now)] + key.values)
+        case .retrying(let key):
+            try database.cached(
+                "UPDATE items SET attempts = attempts + 1, updated_at = ? WHERE source = ? AND item_id = ? AND asset = ?"
+            ).run([.real(now)] + key.values)
         case .paused(let key, let received):
             try database.cached(
                 """
@@ -473,6 +481,8 @@ public struct LedgerEntry: Sendable, Hashable {
     public var sha256: String?
     public var status: LedgerStatus
     public var reason: String?
+    /// Attempts at the download in the latest run that worked on it: 1, and one more for each retry. A failure's
+    /// reason says "after N attempts" with the same N.
     public var attempts: Int
     public var location: String?
     public var updatedAt: Date
