@@ -20,6 +20,7 @@ final class Reporter: Sendable {
         var bytes: Int64 = 0
         var inFlight: [String: DownloadProgress] = [:]
         var failures: [(ItemRef, URL?, String)] = []
+        var skipReasons = SkipReasons()
         var lastDraw: ContinuousClock.Instant?
         var lineShown = false
     }
@@ -41,8 +42,10 @@ final class Reporter: Sendable {
     func handle(_ event: PipelineEvent) {
         // Quiet: only the failures are kept, for the closing report; no bookkeeping per progress event.
         if mode == .quiet {
-            if case .failed(let ref, let url, let reason) = event {
-                state.withLock { $0.failures.append((ref, url, reason)) }
+            switch event {
+            case .failed(let ref, let url, let reason): state.withLock { $0.failures.append((ref, url, reason)) }
+            case .skipped(_, let reason): state.withLock { $0.skipReasons.count(reason) }
+            default: break
             }
             return
         }
@@ -69,6 +72,7 @@ final class Reporter: Sendable {
                 line(&state, "failed  \(ref): \(reason)")
             case .skipped(let ref, let reason):
                 state.skipped += 1
+                state.skipReasons.count(reason)
                 line(&state, "skipped \(ref): \(reason)")
             case .retrying(let ref, _, let attempt, let wait, let reason):
                 line(
@@ -87,6 +91,9 @@ final class Reporter: Sendable {
 
     /// The failures seen, for the closing report.
     var failures: [(ItemRef, URL?, String)] { state.withLock { $0.failures } }
+
+    /// Why items were skipped, most common first, for the closing report.
+    var skipReasons: [(reason: String, count: Int)] { state.withLock { $0.skipReasons.sorted } }
 
     private func key(_ ref: ItemRef, _ asset: AssetKind) -> String { "\(ref.id)\u{0}\(asset.rawValue)" }
 
@@ -134,5 +141,27 @@ final class Reporter: Sendable {
             unit += 1
         }
         return unit == 0 ? "\(bytes) B" : String(format: "%.1f", value) + " " + units[unit]
+    }
+}
+
+/// How often each reason for a skip came up. Reasons are few (no preview URL, a duplicate, an unknown id); a
+/// source whose reasons name each item is held to the first few, the rest counted together.
+struct SkipReasons {
+    static let limit = 8
+    private var counts: [String: Int] = [:]
+    private var others = 0
+
+    mutating func count(_ reason: String) {
+        if counts[reason] != nil || counts.count < Self.limit {
+            counts[reason, default: 0] += 1
+        } else {
+            others += 1
+        }
+    }
+
+    var sorted: [(reason: String, count: Int)] {
+        let known = counts.sorted { $0.value != $1.value ? $0.value > $1.value : $0.key < $1.key }
+            .map { (reason: $0.key, count: $0.value) }
+        return others == 0 ? known : known + [(reason: "other reasons", count: others)]
     }
 }

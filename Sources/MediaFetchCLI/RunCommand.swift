@@ -62,12 +62,15 @@ enum RunCommand {
         if json {
             printJSON(RunReport(summary: summary, failures: reporter.failures.map(RunReport.Failure.init)))
         } else {
-            printSummary(summary, failures: reporter.failures, spec: spec)
+            printSummary(summary, failures: reporter.failures, skipReasons: reporter.skipReasons, spec: spec)
         }
         return summary
     }
 
-    static func printSummary(_ summary: RunSummary, failures: [(ItemRef, URL?, String)], spec: PipelineSpec) {
+    static func printSummary(
+        _ summary: RunSummary, failures: [(ItemRef, URL?, String)], skipReasons: [(reason: String, count: Int)],
+        spec: PipelineSpec
+    ) {
         for (ref, url, reason) in failures {
             // The reason names the URL when the transport failed; otherwise say which URL it was.
             let shownURL = url.map(\.absoluteString).flatMap { reason.contains($0) ? nil : " <\($0)>" } ?? ""
@@ -80,9 +83,19 @@ enum RunCommand {
             line += " (\(Reporter.formatBytes(summary.bytesTransferred)) downloaded, the rest resumed)"
         }
         print(line)
-        let nothing = summary.stored + summary.failed + summary.skipped + summary.alreadyStored + summary.paused == 0
-        if nothing && summary.sourceError == nil && !summary.interrupted {
-            print("the source found nothing to fetch (check the search term, ids or list file)")
+        let nothingFetched = summary.stored + summary.failed + summary.alreadyStored + summary.paused == 0
+        if nothingFetched && summary.sourceError == nil && !summary.interrupted {
+            if summary.skipped == 0 {
+                print("the source found nothing to fetch (check the search term, ids or list file)")
+            } else {
+                let reasons = skipReasons.map { "\($0.count): \($0.reason)" }.joined(separator: "; ")
+                print("every item the source found was skipped, so nothing was downloaded (\(reasons))")
+                if skipReasons.contains(where: { $0.reason.contains("no preview") }),
+                    let hint = nothingToDownloadHint(spec)
+                {
+                    print(hint)
+                }
+            }
         }
         if let error = summary.sourceError { print("the source failed: \(error)") }
         if let error = summary.sinkError { print(summary.interrupted ? error : "the sink failed: \(error)") }
@@ -98,6 +111,22 @@ enum RunCommand {
                 "interrupted\(kept): run the same command again to resume; `\(shellLine(status))` shows where "
                     + "things stand")
         }
+    }
+
+    /// What would have given a run whose items all lacked a preview something to download, for the catalog's
+    /// source.
+    static func nothingToDownloadHint(_ spec: PipelineSpec) -> String? {
+        guard spec.source.name == "itunes" else { return nil }
+        let media = spec.source.options.string("media") ?? "music"
+        let entity = spec.source.options.string("entity")
+        let storesArtwork = (spec.sink.options.list("assets") ?? []).contains("artwork")
+        let artwork = storesArtwork ? "" : "; `assets: [artwork]` in the sink stores their artwork instead"
+        if media == "podcast" && entity != "podcastEpisode" {
+            return "podcast shows carry no preview, only their feed: `entity: podcastEpisode` in the source finds "
+                + "their episodes (whole episodes, not previews; download.max-size caps each)" + artwork
+        }
+        return "these records carry no preview (albums, artists, software, ebooks have none): an entity with "
+            + "one gives previews (music: song or musicVideo; movie, tvShow, audiobook)" + artwork
     }
 
     /// The `--set` arguments of a command line, to repeat them in a hint.
