@@ -16,14 +16,22 @@ func plugin(_ name: String, dependencies: [Target.Dependency] = []) -> Target {
     )
 }
 
+/// The plugin targets under `Plugins/`, each also a library product.
+let bundledPlugins = [
+    "ITunesSource", "URLListSource", "FoundationTransport", "CurlTransport", "DirectorySink", "ArchiveSink",
+]
+
 let package = Package(
     name: "MediaFetch",
     platforms: [.macOS(.v15)],
+    // Every module a user may want is a product named after its target: the core, each plugin, the command line
+    // as a library (your own `mediafetch` with plugins of yours), and the testing kit with the contract suites.
     products: [
         .executable(name: "mediafetch", targets: ["mediafetch"]),
         .library(name: "MediaFetchCore", targets: ["MediaFetchCore"]),
+        .library(name: "MediaFetchCLI", targets: ["MediaFetchCLI"]),
         .library(name: "MediaFetchTesting", targets: ["MediaFetchTesting"]),
-    ],
+    ] + bundledPlugins.map { .library(name: $0, targets: [$0]) },
     targets: [
         .systemLibrary(
             name: "CYAML",

@@ -6,8 +6,10 @@ import ITunesSource
 import MediaFetchCore
 import URLListSource
 
-/// Every plugin this build ships, with the defaults a config falls back on.
+/// Every plugin this package ships, with the defaults a config falls back on.
 public enum BundledPlugins {
+    /// The bundled sources (`itunes`, `urls`), transports (`curl`, the default, and `foundation`) and sinks
+    /// (`directory`, the default, and `tar`). A new registry each time: add your own plugins to a copy.
     public static var registry: PluginRegistry {
         var registry = PluginRegistry()
         registry.register(source: ITunesSource.descriptor)

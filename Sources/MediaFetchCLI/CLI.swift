@@ -35,8 +35,27 @@ public enum CLI {
         ("mock-server", "mock-server [--port N]: serve the mock iTunes catalog on loopback until interrupted"),
     ]
 
-    /// Runs the command line and answers the process exit code.
+    /// Runs the command line with the bundled plugins and answers the process exit code: the `mediafetch` tool.
     public static func main(_ arguments: [String]) async -> Int32 {
+        await main(arguments, registry: BundledPlugins.registry)
+    }
+
+    /// Runs the command line with the plugins of `registry` and answers the process exit code.
+    ///
+    /// Your own `mediafetch`, with a sink of yours beside the bundled plugins, is this call in a `main.swift`:
+    ///
+    /// ```swift
+    /// import MediaFetchCLI
+    ///
+    /// var registry = BundledPlugins.registry
+    /// registry.register(sink: MySink.descriptor)
+    /// exit(await CLI.main(Array(CommandLine.arguments.dropFirst()), registry: registry))
+    /// ```
+    ///
+    /// - Parameters:
+    ///   - arguments: the words after the program's name.
+    ///   - registry: what `use:` in a config, `check`, `plugins`, `status` and `clean` can name.
+    public static func main(_ arguments: [String], registry: PluginRegistry) async -> Int32 {
         var words = arguments
         guard let command = words.first else {
             print(usage)
@@ -54,13 +73,13 @@ public enum CLI {
             case _ where words.contains("--help") || words.contains("-h"):
                 print(help(for: command) ?? usage)
                 return help(for: command) == nil ? ExitCode.usage : ExitCode.success
-            case "run": return try await RunCommand.run(words)
+            case "run": return try await RunCommand.run(words, registry: registry)
             case "search": return try await SearchCommand.run(words)
-            case "check": return try CheckCommand.run(words)
-            case "status": return try StatusCommand.run(words)
-            case "clean": return try CleanCommand.run(words)
-            case "plugins": return try PluginsCommand.run(words)
-            case "demo": return try await DemoCommand.run(words)
+            case "check": return try CheckCommand.run(words, registry: registry)
+            case "status": return try StatusCommand.run(words, registry: registry)
+            case "clean": return try CleanCommand.run(words, registry: registry)
+            case "plugins": return try PluginsCommand.run(words, registry: registry)
+            case "demo": return try await DemoCommand.run(words, registry: registry)
             case "mock-server": return try await MockServerCommand.run(words)
             default:
                 var message = "unknown command \"\(command)\""

@@ -10,12 +10,11 @@ enum CheckCommand {
         Exit codes: 0 valid, 2 not.
         """
 
-    static func run(_ words: [String]) throws -> Int32 {
+    static func run(_ words: [String], registry: PluginRegistry) throws -> Int32 {
         let arguments = try Arguments(words, valued: ["--set"], bare: [])
         guard arguments.positional.count == 1 else {
             throw UsageError("check takes one CONFIG file, e.g. `mediafetch check config/demo.yaml`")
         }
-        let registry = BundledPlugins.registry
         let spec = try ConfigLoader.load(
             path: arguments.positional[0], overrides: arguments.all("--set"), registry: registry)
         // The factories check what depends on more than one key (term or ids, not both).

@@ -10,11 +10,11 @@ enum CleanCommand {
           --all   forget the ledger too: the next run fetches everything again
         """
 
-    static func run(_ words: [String]) throws -> Int32 {
+    static func run(_ words: [String], registry: PluginRegistry) throws -> Int32 {
         let arguments = try Arguments(words, valued: ["--set"], bare: ["--all"])
         guard arguments.positional.count == 1 else { throw UsageError("clean takes one CONFIG file") }
         let spec = try ConfigLoader.load(
-            path: arguments.positional[0], overrides: arguments.all("--set"), registry: BundledPlugins.registry)
+            path: arguments.positional[0], overrides: arguments.all("--set"), registry: registry)
         let lock = try StateLock(directory: spec.stateDirectory)
         defer { withExtendedLifetime(lock) {} }
         let files = FileManager.default

@@ -19,7 +19,7 @@ enum DemoCommand {
           --quiet           no progress on stderr
         """
 
-    static func run(_ words: [String]) async throws -> Int32 {
+    static func run(_ words: [String], registry: PluginRegistry) async throws -> Int32 {
         let arguments = try Arguments(words, valued: ["--config", "--set"], bare: ["--quiet"])
         guard arguments.positional.isEmpty else {
             throw UsageError("demo takes no arguments; see `mediafetch demo --help`")
@@ -27,7 +27,6 @@ enum DemoCommand {
         let server = try MockCatalogServer()
         defer { server.stop() }
         let endpoint = "source.endpoint=\(server.baseURL.absoluteString)"
-        let registry = BundledPlugins.registry
         let spec: PipelineSpec
         if let path = arguments.value("--config") {
             spec = try ConfigLoader.load(path: path, overrides: [endpoint] + arguments.all("--set"), registry: registry)

@@ -9,10 +9,9 @@ enum PluginsCommand {
           --markdown   print the README's config reference instead
         """
 
-    static func run(_ words: [String]) throws -> Int32 {
+    static func run(_ words: [String], registry: PluginRegistry) throws -> Int32 {
         let arguments = try Arguments(words, valued: [], bare: ["--markdown"])
         guard arguments.positional.isEmpty else { throw UsageError("plugins takes no arguments") }
-        let registry = BundledPlugins.registry
         print(arguments.has("--markdown") ? PluginDocs.markdown(registry) : PluginDocs.text(registry), terminator: "")
         return CLI.ExitCode.success
     }

@@ -21,12 +21,11 @@ enum RunCommand {
         130 interrupted (Ctrl-C once stops gently; twice stops at once).
         """
 
-    static func run(_ words: [String]) async throws -> Int32 {
+    static func run(_ words: [String], registry: PluginRegistry) async throws -> Int32 {
         let arguments = try Arguments(words, valued: ["--set"], bare: ["--quiet", "--json", "--refetch"])
         guard arguments.positional.count == 1 else {
             throw UsageError("run takes one CONFIG file, e.g. `mediafetch run config/demo.yaml`")
         }
-        let registry = BundledPlugins.registry
         let spec = try ConfigLoader.load(
             path: arguments.positional[0], overrides: arguments.all("--set"), registry: registry)
         let summary = try await execute(

@@ -10,11 +10,11 @@ enum StatusCommand {
         the reason) and pending items. --json prints every entry as JSON.
         """
 
-    static func run(_ words: [String]) throws -> Int32 {
+    static func run(_ words: [String], registry: PluginRegistry) throws -> Int32 {
         let arguments = try Arguments(words, valued: ["--set"], bare: ["--json"])
         guard arguments.positional.count == 1 else { throw UsageError("status takes one CONFIG file") }
         let spec = try ConfigLoader.load(
-            path: arguments.positional[0], overrides: arguments.all("--set"), registry: BundledPlugins.registry)
+            path: arguments.positional[0], overrides: arguments.all("--set"), registry: registry)
         guard FileManager.default.fileExists(atPath: spec.stateDirectory.appendingPathComponent(Ledger.fileName).path)
         else {
             print(arguments.has("--json") ? "[]" : "nothing recorded yet: \(spec.configPath) has not been run")

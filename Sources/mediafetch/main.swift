@@ -15,4 +15,4 @@ import MediaFetchCLI
     _ = mallopt(M_TRIM_THRESHOLD, 4 << 20)
 #endif
 
-exit(await CLI.main(Array(CommandLine.arguments.dropFirst())))
+exit(await CLI.main(Array(CommandLine.arguments.dropFirst()), registry: BundledPlugins.registry))
