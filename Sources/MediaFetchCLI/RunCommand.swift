@@ -34,30 +34,20 @@ enum RunCommand {
         return summary.exitCode
     }
 
-    /// Makes the plugins, runs the pipeline under signal handling, and prints the outcome.
+    /// Runs the spec with the public ``Runner`` under signal handling (Ctrl-C cancels it), and prints the outcome.
     static func execute(
         _ spec: PipelineSpec, registry: PluginRegistry, quiet: Bool, json: Bool, refetch: Bool = false
     ) async throws -> RunSummary {
-        let lock = try StateLock(directory: spec.stateDirectory)
-        defer { withExtendedLifetime(lock) {} }
-        let parts = try PipelineParts(spec: spec, registry: registry)
-        let ledger = try Ledger(directory: spec.stateDirectory)
         let reporter = Reporter(mode: Reporter.mode(quiet: quiet || json))
-        let pipeline = Pipeline(
-            source: parts.source,
-            transport: parts.transport,
-            sink: parts.sink,
-            options: .init(
-                concurrency: parts.transport.maxConcurrentTransfers,
-                stagingDirectory: Pipeline.stagingDirectory(state: spec.stateDirectory),
-                sourceName: parts.sourceName,
-                ledger: ledger,
-                refetch: refetch,
-                policy: spec.downloadPolicy
-            ),
-            events: reporter.handle
-        )
-        let summary = await SignalWatcher().run { await pipeline.run() }
+        let runner = Runner(spec: spec, registry: registry, options: .init(refetch: refetch))
+        let outcome = await SignalWatcher().run { () -> Result<RunSummary, any Error> in
+            do {
+                return .success(try await runner.run(events: reporter.handle))
+            } catch {
+                return .failure(error)
+            }
+        }
+        let summary = try outcome.get()
         if json {
             printJSON(RunReport(summary: summary, failures: reporter.failures.map(RunReport.Failure.init)))
         } else {

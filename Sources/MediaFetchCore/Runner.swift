@@ -1,0 +1,93 @@
+import Foundation
+
+/// Runs a validated config: the one call a program, a test or the command line makes to get a pipeline's work
+/// done.
+///
+/// It takes the state directory's lock (two runs never share one), makes the plugins the spec names with the
+/// registry's factories, opens the ledger, runs the ``Pipeline`` with its staging area under the state
+/// directory, and releases everything when the run is over, however it ends.
+///
+/// ```swift
+/// let spec = try ConfigLoader.load(path: "previews.yaml", registry: BundledPlugins.registry)
+/// let summary = try await Runner(spec: spec, registry: BundledPlugins.registry).run { event in
+///     if case .stored(let item, _, let location, _) = event { print("\(item) -> \(location)") }
+/// }
+/// ```
+///
+/// Cancel the calling task to interrupt the run: downloads in flight stop and keep their bytes for the next
+/// run, nothing half-done is stored, and the summary says `interrupted`.
+public struct Runner: Sendable {
+    /// What a run may do differently from the config.
+    public struct Options: Sendable {
+        /// Ignore what the ledger says is stored or partial, and fetch everything again.
+        public var refetch: Bool
+        /// The least time between two progress events of one download.
+        public var progressInterval: Duration
+
+        public init(refetch: Bool = false, progressInterval: Duration = .milliseconds(250)) {
+            self.refetch = refetch
+            self.progressInterval = progressInterval
+        }
+    }
+
+    public var spec: PipelineSpec
+    public var registry: PluginRegistry
+    public var options: Options
+
+    public init(spec: PipelineSpec, registry: PluginRegistry, options: Options = Options()) {
+        self.spec = spec
+        self.registry = registry
+        self.options = options
+    }
+
+    /// Runs to the end, or until the calling task is cancelled, handing every event to `events` as it happens
+    /// (from any thread, so the closure must be quick and thread-safe); the last is ``PipelineEvent/finished(_:)``.
+    /// - Returns: the run's summary; its ``RunSummary/exitCode`` is what the command line exits with.
+    /// - Throws: before anything is fetched: ``LedgerError`` when the state directory is taken by another run or
+    ///   the ledger cannot be opened, ``ConfigError`` when a factory refuses its options. Whatever goes wrong
+    ///   once the run is under way is in the summary instead.
+    public func run(events: @escaping @Sendable (PipelineEvent) -> Void = { _ in }) async throws -> RunSummary {
+        let lock = try StateLock(directory: spec.stateDirectory)
+        defer { withExtendedLifetime(lock) {} }
+        let parts = try PipelineParts(spec: spec, registry: registry)
+        let ledger = try Ledger(directory: spec.stateDirectory)
+        let pipeline = Pipeline(
+            source: parts.source,
+            transport: parts.transport,
+            sink: parts.sink,
+            options: .init(
+                concurrency: parts.transport.maxConcurrentTransfers,
+                stagingDirectory: Pipeline.stagingDirectory(state: spec.stateDirectory),
+                progressInterval: options.progressInterval,
+                sourceName: parts.sourceName,
+                ledger: ledger,
+                refetch: options.refetch,
+                policy: spec.downloadPolicy
+            ),
+            events: events
+        )
+        return await pipeline.run()
+    }
+
+    /// The run's events as an asynchronous sequence, ending after ``PipelineEvent/finished(_:)`` (which carries
+    /// the summary). The run starts when iteration starts and is cancelled when the iterating task is, or when
+    /// the sequence is dropped.
+    ///
+    /// Every event is delivered, so that a consumer can count on them; a slow reader never holds up downloads,
+    /// and the events it has not read yet wait in memory (progress comes at most four times a second per
+    /// download, see ``Options/progressInterval``).
+    /// - Throws: (from the iteration) the errors ``run(events:)`` throws before anything is fetched.
+    public func events() -> AsyncThrowingStream<PipelineEvent, any Error> {
+        AsyncThrowingStream(bufferingPolicy: .unbounded) { continuation in
+            let task = Task {
+                do {
+                    _ = try await run { continuation.yield($0) }
+                    continuation.finish()
+                } catch {
+                    continuation.finish(throwing: error)
+                }
+            }
+            continuation.onTermination = { _ in task.cancel() }
+        }
+    }
+}
