@@ -39,6 +39,12 @@ public final class MockCatalogServer: Sendable {
         core.stop()
     }
 
+    /// Logs `request` as if it had arrived, and answers the fault the hook gives it (for ``ScriptedTransport``).
+    func record(_ request: MockRequest) -> MockFault? { core.record(request) }
+
+    /// What `request` asks for, before faults and ranges (for ``ScriptedTransport``).
+    func resolve(_ request: MockRequest) -> MockRoute { core.resolve(request) }
+
     /// The port the server listens on.
     public var port: UInt16 { core.port }
 

@@ -4,11 +4,16 @@ import Synchronization
 
 /// A ``Transport`` that answers from closures instead of the network, for tests that swap the transport.
 ///
-/// `send` returns whatever the send closure builds. `download` asks the download closure for the whole
-/// resource (``File``) and then behaves as the `Transport` contract says a real transport does against a
-/// server with ranges: with `resumeFrom > 0` and a matching (or no) validator it appends the rest after the
-/// kept bytes (206); with a stale validator it rewrites the whole file and sets `restarted` (200); a status
-/// other than 200 throws ``TransportError/Code/httpStatus(_:)`` and leaves the destination alone.
+/// `send` returns whatever the send closure builds. `download` asks the download closure for the resource
+/// (``File``) and then behaves as the `Transport` contract says a real transport does against a server with
+/// ranges: with `resumeFrom > 0` and a matching (or no) validator it appends the rest after the kept bytes
+/// (206); with a stale validator it rewrites the whole file and sets `restarted` (200); a status other than 200
+/// throws ``TransportError/Code/httpStatus(_:)`` and leaves the destination alone. The body is written in
+/// pieces, never held whole, so a 512 MiB file costs no memory; cancellation is seen between pieces.
+///
+/// A ``File`` can carry a ``MockFault`` to script what goes wrong: a redirect (followed up to `maxRedirects`,
+/// only to http and https), a truncated body, a reset connection, a stall (longer than `idleTimeout`, it ends
+/// with ``TransportError/Code/timedOut``), a server that ignores ranges or changed its ETag.
 ///
 /// ```swift
 /// let transport = ScriptedTransport(
@@ -17,13 +22,14 @@ import Synchronization
 /// )
 /// ```
 ///
-/// ``init(catalog:baseURL:maxConcurrentTransfers:)`` answers like ``MockCatalogServer`` without sockets.
+/// ``init(catalog:baseURL:maxConcurrentTransfers:)`` answers like ``MockCatalogServer`` without sockets, and
+/// ``init(answeringFor:settings:)`` answers for a running server in-process: its files, its fault hook and its
+/// request log, which is how this transport passes ``TransportContract`` itself.
 public final class ScriptedTransport: Transport {
     /// The resource a download closure describes: what a server would have for the URL.
     public struct File: Sendable {
         /// 200 serves the file; anything else is the status the download fails with.
         public var status: Int
-        public var bytes: [UInt8]
         /// The strong ETag, quoted, or nil.
         public var etag: String?
         public var lastModified: String?
@@ -33,6 +39,12 @@ public final class ScriptedTransport: Transport {
         public var truncateAfter: Int?
         /// When true, a resume always gets the whole file again, as from a server without range support.
         public var ignoresRange: Bool
+        /// What goes wrong with this answer, scripted as for ``MockCatalogServer``; nil for nothing.
+        public var fault: MockFault?
+        fileprivate var content: MockContent
+
+        /// The file's bytes, read whole: for small scripted files and expectations.
+        public var bytes: [UInt8] { content.bytes(in: 0..<content.count) }
 
         public init(
             status: Int = 200,
@@ -41,15 +53,33 @@ public final class ScriptedTransport: Transport {
             lastModified: String? = nil,
             headers: HTTPHeaders = [:],
             truncateAfter: Int? = nil,
-            ignoresRange: Bool = false
+            ignoresRange: Bool = false,
+            fault: MockFault? = nil
+        ) {
+            self.init(
+                status: status, content: MockContent(bytes: bytes), etag: etag, lastModified: lastModified,
+                headers: headers, truncateAfter: truncateAfter, ignoresRange: ignoresRange, fault: fault)
+        }
+
+        /// A file of `size` bytes generated from `seed` (the same bytes ``MockCatalogServer/addFile(path:size:seed:contentType:)``
+        /// serves), never held in memory.
+        public init(size: Int64, seed: UInt64, etag: String? = nil, fault: MockFault? = nil) {
+            let content = MockContent(size: size, seed: seed)
+            self.init(status: 200, content: content, etag: etag ?? content.etag, fault: fault)
+        }
+
+        fileprivate init(
+            status: Int, content: MockContent, etag: String?, lastModified: String? = nil, headers: HTTPHeaders = [:],
+            truncateAfter: Int? = nil, ignoresRange: Bool = false, fault: MockFault? = nil
         ) {
             self.status = status
-            self.bytes = bytes
+            self.content = content
             self.etag = etag
             self.lastModified = lastModified
             self.headers = headers
             self.truncateAfter = truncateAfter
             self.ignoresRange = ignoresRange
+            self.fault = fault
         }
     }
 
@@ -71,19 +101,28 @@ public final class ScriptedTransport: Transport {
     public typealias DownloadHandler = @Sendable (DownloadRequest) throws -> File
 
     public let maxConcurrentTransfers: Int
+    /// How long a scripted stall may last before the download fails with ``TransportError/Code/timedOut``.
+    public let idleTimeout: Duration
+    /// Redirects followed at most.
+    public let maxRedirects: Int
     private let sendHandler: SendHandler
     private let downloadHandler: DownloadHandler
     private let calls = Mutex<[Call]>([])
 
     /// - Parameters:
     ///   - send: answers `send`; the default answers 404 with an empty body.
-    ///   - download: describes the resource a download gets; the default is a 404.
+    ///   - download: describes the resource a download gets; the default is a 404. A redirect (a file whose
+    ///     ``File/fault`` is ``MockFault/redirect(status:location:)``) calls it again with the new URL.
     public init(
         maxConcurrentTransfers: Int = 4,
+        idleTimeout: Duration = .seconds(30),
+        maxRedirects: Int = 10,
         send: @escaping SendHandler = { HTTPResponse(status: 404, headers: [:], url: $0.url, body: Data()) },
         download: @escaping DownloadHandler = { _ in File(status: 404) }
     ) {
         self.maxConcurrentTransfers = max(1, maxConcurrentTransfers)
+        self.idleTimeout = idleTimeout
+        self.maxRedirects = max(0, maxRedirects)
         sendHandler = send
         downloadHandler = download
     }
@@ -96,28 +135,42 @@ public final class ScriptedTransport: Transport {
             maxConcurrentTransfers: maxConcurrentTransfers,
             send: { request in
                 let mock = MockRequest(method: request.method.rawValue, target: Self.target(of: request.url))
-                switch MockServerCore.resolve(mock, api: api) {
-                case .api(let status, let body):
-                    let headers: HTTPHeaders = ["Content-Type": MockITunesAPI.contentType]
-                    return HTTPResponse(status: status, headers: headers, url: request.url, body: Data(body))
-                case .file(let file):
-                    let body = request.method == .head ? [] : file.content.bytes(in: 0..<file.content.count)
-                    let headers: HTTPHeaders = [
-                        "Content-Type": file.contentType, "Content-Length": String(file.content.count),
-                        "ETag": file.etag, "Last-Modified": file.lastModified,
-                    ]
-                    return HTTPResponse(status: 200, headers: headers, url: request.url, body: Data(body))
-                case .notFound:
-                    return HTTPResponse(status: 404, headers: [:], url: request.url, body: Data())
-                }
+                return Self.response(to: request, route: MockServerCore.resolve(mock, api: api))
             },
             download: { request in
                 let mock = MockRequest(method: "GET", target: Self.target(of: request.url))
-                guard case .file(let file) = MockServerCore.resolve(mock, api: api) else { return File(status: 404) }
-                return File(
-                    bytes: file.content.bytes(in: 0..<file.content.count), etag: file.etag,
-                    lastModified: file.lastModified, headers: ["Content-Type": file.contentType]
-                )
+                return Self.file(for: MockServerCore.resolve(mock, api: api), fault: nil)
+            }
+        )
+    }
+
+    /// A transport that answers for `server` without its sockets: from its catalog and added files, with its
+    /// fault hook applied and every request written to its log (``MockCatalogServer/requests``), as if it had
+    /// come over a connection.
+    public convenience init(answeringFor server: MockCatalogServer, settings: TransportContract.Settings) {
+        self.init(
+            maxConcurrentTransfers: settings.concurrency, idleTimeout: settings.idleTimeout,
+            maxRedirects: settings.maxRedirects,
+            send: { request in
+                let mock = MockRequest(
+                    method: request.method.rawValue, target: Self.target(of: request.url), headers: request.headers)
+                let fault = server.record(mock)
+                if case .respond(let status, let headers, let body) = fault {
+                    var fields = HTTPHeaders()
+                    for (name, value) in headers { fields.set(name, value) }
+                    return HTTPResponse(status: status, headers: fields, url: request.url, body: Data(body))
+                }
+                return Self.response(to: request, route: server.resolve(mock))
+            },
+            download: { request in
+                var headers = HTTPHeaders()
+                if request.resumeFrom > 0 {
+                    headers.set("Range", "bytes=\(request.resumeFrom)-")
+                    headers.set("If-Range", request.validator?.ifRangeValue)
+                }
+                let mock = MockRequest(method: "GET", target: Self.target(of: request.url), headers: headers)
+                let fault = server.record(mock)
+                return Self.file(for: server.resolve(mock), fault: fault)
             }
         )
     }
@@ -140,22 +193,53 @@ public final class ScriptedTransport: Transport {
         _ request: DownloadRequest,
         progress: @escaping @Sendable (DownloadProgress) -> Void
     ) async throws -> DownloadResult {
-        if let error = TransportError.checkScheme(request.url) { throw error }
-        calls.withLock { $0.append(.download(request)) }
-        if Task.isCancelled { throw TransportError(.cancelled, url: request.url) }
-        let file = try downloadHandler(request)
+        var current = request
+        var redirects = 0
+        while true {
+            if let error = TransportError.checkScheme(current.url) { throw error }
+            calls.withLock { $0.append(.download(current)) }
+            if Task.isCancelled { throw TransportError(.cancelled, url: current.url) }
+            let file = try downloadHandler(current)
+            let plan = FaultPlan(file.fault)
+            if case .redirect(_, let location) = plan.replacement {
+                guard redirects < maxRedirects else {
+                    throw TransportError(.tooManyRedirects(maxRedirects), url: request.url)
+                }
+                guard let next = URL(string: location, relativeTo: current.url)?.absoluteURL else {
+                    throw TransportError(.invalidURL, url: current.url, detail: "redirect to \(location)")
+                }
+                redirects += 1
+                current.url = next
+                continue
+            }
+            if case .respond(let status, _, _) = plan.replacement, status != 200 {
+                throw TransportError(.httpStatus(status), url: current.url)
+            }
+            return try await deliver(file, plan: plan, for: current, progress: progress)
+        }
+    }
+
+    /// Writes the answer to `request` from `file`, with its ranges and faults.
+    private func deliver(
+        _ file: File, plan: FaultPlan, for request: DownloadRequest,
+        progress: @escaping @Sendable (DownloadProgress) -> Void
+    ) async throws -> DownloadResult {
         guard file.status == 200 else { throw TransportError(.httpStatus(file.status), url: request.url) }
-        let size = Int64(file.bytes.count)
+        let size = file.content.count
+        let etag = plan.withoutETag ? nil : (plan.changedETag ?? file.etag)
+        let lastModified = plan.changedETag == nil ? file.lastModified : MockFile.changedLastModified
         var status = 200
         var kept: Int64 = 0
         var restarted = false
         var headers = file.headers
         if request.resumeFrom > 0 {
             let wanted = request.validator?.ifRangeValue
-            let sameVersion = wanted == nil || wanted == file.etag || wanted == file.lastModified
-            if sameVersion && !file.ignoresRange {
+            let sameVersion = wanted == nil || wanted == etag || wanted == lastModified
+            if sameVersion && !file.ignoresRange && !plan.ignoreRange {
                 guard request.resumeFrom < size else {
-                    throw TransportError(.httpStatus(416), url: request.url, detail: "nothing after byte \(size)")
+                    throw TransportError(
+                        .httpStatus(416), url: request.url, detail: "nothing after byte \(size)",
+                        headers: ["Content-Range": "bytes */\(size)"])
                 }
                 status = 206
                 kept = request.resumeFrom
@@ -164,47 +248,118 @@ public final class ScriptedTransport: Transport {
                 restarted = true
             }
         }
-        let body = file.bytes[Int(kept)...]
-        headers.set("Content-Length", String(body.count))
-        headers.set("ETag", file.etag)
-        headers.set("Last-Modified", file.lastModified)
-        let delivered = body.prefix(file.truncateAfter ?? body.count)
-        do {
-            try Self.write(delivered, to: request.destination, keeping: kept)
-        } catch {
-            throw TransportError(.fileError, url: request.url, detail: String(describing: error))
+        let bodySize = size - kept
+        headers.set("Content-Length", String(bodySize))
+        headers.set("ETag", etag)
+        headers.set("Last-Modified", lastModified)
+        let limits = [file.truncateAfter.map(Int64.init), plan.bodyLimit].compactMap { $0 }
+        let delivered = min(bodySize, limits.min() ?? bodySize)
+        if let limit = request.maxBytes, size > limit {
+            throw TransportError(.bodyTooLarge(limit: limit), url: request.url)
         }
-        progress(DownloadProgress(received: kept + Int64(delivered.count), expected: size))
-        guard delivered.count == body.count else {
-            throw TransportError(
-                .truncated(expected: Int64(body.count), received: Int64(delivered.count)), url: request.url
-            )
+        request.onResponse?(
+            DownloadResponse(
+                status: status, validator: Validator(etag: etag, lastModified: lastModified), expectedSize: size,
+                restarts: restarted))
+        try await Self.write(file.content, from: kept, count: delivered, to: request, total: size, progress: progress)
+        if delivered < bodySize {
+            switch plan.ending {
+            case .reset:
+                throw TransportError(.connectionFailed, url: request.url, detail: "connection reset by peer")
+            case .stall(let seconds) where Duration.seconds(seconds) >= idleTimeout:
+                try await Self.wait(idleTimeout, url: request.url)
+                throw TransportError(.timedOut, url: request.url, detail: "no bytes for \(idleTimeout)")
+            case .stall(let seconds):
+                try await Self.wait(.seconds(seconds), url: request.url)
+                throw TransportError(.truncated(expected: bodySize, received: delivered), url: request.url)
+            case .normal, .close:
+                throw TransportError(.truncated(expected: bodySize, received: delivered), url: request.url)
+            }
         }
         return DownloadResult(
             status: status,
             headers: headers,
             url: request.url,
-            bytesWritten: Int64(delivered.count),
-            fileSize: kept + Int64(delivered.count),
-            validator: Validator(etag: file.etag, lastModified: file.lastModified),
+            bytesWritten: delivered,
+            fileSize: kept + delivered,
+            validator: Validator(etag: etag, lastModified: lastModified),
             restarted: restarted
         )
     }
 
-    /// Keeps the first `kept` bytes of `destination` (creating it if needed) and appends `bytes`.
-    private static func write(_ bytes: ArraySlice<UInt8>, to destination: URL, keeping kept: Int64) throws {
-        let manager = FileManager.default
-        if !manager.fileExists(atPath: destination.path) {
-            try manager.createDirectory(at: destination.deletingLastPathComponent(), withIntermediateDirectories: true)
-            guard manager.createFile(atPath: destination.path, contents: nil) else {
-                throw CocoaError(.fileWriteUnknown)
-            }
+    /// A scripted wait that cancellation ends at once.
+    private static func wait(_ duration: Duration, url: URL) async throws {
+        do {
+            try await Task.sleep(for: duration)
+        } catch {
+            throw TransportError(.cancelled, url: url)
         }
-        let handle = try FileHandle(forWritingTo: destination)
-        defer { try? handle.close() }
-        try handle.truncate(atOffset: UInt64(kept))
-        try handle.seekToEnd()
-        try handle.write(contentsOf: Data(bytes))
+    }
+
+    /// Keeps the first `kept` bytes of the destination (creating it if needed) and appends `count` bytes of
+    /// `content` from `kept`, in pieces, reporting progress after each.
+    private static func write(
+        _ content: MockContent, from kept: Int64, count: Int64, to request: DownloadRequest, total: Int64,
+        progress: @Sendable (DownloadProgress) -> Void
+    ) async throws {
+        let path = request.destination.path
+        try? FileManager.default.createDirectory(
+            at: request.destination.deletingLastPathComponent(), withIntermediateDirectories: true)
+        let descriptor = open(path, O_WRONLY | O_CREAT | O_CLOEXEC, 0o644)
+        guard descriptor >= 0 else {
+            throw TransportError(.fileError, url: request.url, detail: String(cString: strerror(errno)))
+        }
+        defer { close(descriptor) }
+        guard ftruncate(descriptor, off_t(kept)) == 0, lseek(descriptor, off_t(kept), SEEK_SET) >= 0 else {
+            throw TransportError(.fileError, url: request.url, detail: String(cString: strerror(errno)))
+        }
+        let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: 256 << 10, alignment: 16)
+        defer { buffer.deallocate() }
+        guard let base = buffer.baseAddress else { return }
+        var written: Int64 = 0
+        repeat {
+            if Task.isCancelled { throw TransportError(.cancelled, url: request.url) }
+            let length = Int(min(Int64(buffer.count), count - written))
+            let filled = content.fill(UnsafeMutableRawBufferPointer(start: base, count: length), from: kept + written)
+            var offset = 0
+            while offset < filled {
+                let result = Glibc.write(descriptor, base + offset, filled - offset)
+                if result < 0 && errno == EINTR { continue }
+                guard result > 0 else {
+                    throw TransportError(.fileError, url: request.url, detail: String(cString: strerror(errno)))
+                }
+                offset += result
+            }
+            written += Int64(filled)
+            progress(DownloadProgress(received: kept + written, expected: total))
+            await Task.yield()
+        } while written < count
+    }
+
+    /// A buffered answer for `send` from what a request resolved to.
+    private static func response(to request: HTTPRequest, route: MockRoute) -> HTTPResponse {
+        switch route {
+        case .api(let status, let body):
+            let headers: HTTPHeaders = ["Content-Type": MockITunesAPI.contentType]
+            return HTTPResponse(status: status, headers: headers, url: request.url, body: Data(body))
+        case .file(let file):
+            let body = request.method == .head ? [] : file.content.bytes(in: 0..<file.content.count)
+            let headers: HTTPHeaders = [
+                "Content-Type": file.contentType, "Content-Length": String(file.content.count),
+                "ETag": file.etag, "Last-Modified": file.lastModified,
+            ]
+            return HTTPResponse(status: 200, headers: headers, url: request.url, body: Data(body))
+        case .notFound:
+            return HTTPResponse(status: 404, headers: [:], url: request.url, body: Data())
+        }
+    }
+
+    /// The file a download gets from what its request resolved to.
+    private static func file(for route: MockRoute, fault: MockFault?) -> File {
+        guard case .file(let file) = route else { return File(status: 404, fault: fault) }
+        return File(
+            status: 200, content: file.content, etag: file.etag, lastModified: file.lastModified,
+            headers: ["Content-Type": file.contentType], fault: fault)
     }
 
     /// The path and query of `url`, still percent-encoded, as a request line carries them.
