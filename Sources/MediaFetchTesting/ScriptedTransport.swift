@@ -61,7 +61,8 @@ public final class ScriptedTransport: Transport {
                 headers: headers, truncateAfter: truncateAfter, ignoresRange: ignoresRange, fault: fault)
         }
 
-        /// A file of `size` bytes generated from `seed` (the same bytes ``MockCatalogServer/addFile(path:size:seed:contentType:)``
+        /// A file of `size` bytes generated from `seed` (the bytes
+        /// ``MockCatalogServer/addFile(path:size:seed:contentType:)``
         /// serves), never held in memory.
         public init(size: Int64, seed: UInt64, etag: String? = nil, fault: MockFault? = nil) {
             let content = MockContent(size: size, seed: seed)

@@ -146,7 +146,8 @@ extension TransportContract.Clause {
             try demand(response.status == 200, "GET /search answered \(response.status), expected 200")
             try demand(
                 response.headers["content-type"]?.hasPrefix("text/javascript") == true,
-                "the Content-Type header, looked up without regard to case, was \(response.headers["content-type"] ?? "missing")"
+                "the Content-Type header, looked up without regard to case, was "
+                    + (response.headers["content-type"] ?? "missing")
             )
             try demand(
                 String(decoding: response.body, as: UTF8.self).contains("\"resultCount\":3"),
@@ -171,7 +172,8 @@ extension TransportContract.Clause {
             try demand(!result.restarted, "a fresh download says restarted")
             try demand(
                 result.validator?.etag == context.server.etag(path: song.path),
-                "validator \(String(describing: result.validator)), expected the ETag \(context.server.etag(path: song.path) ?? "")"
+                "validator \(String(describing: result.validator)), expected the ETag "
+                    + (context.server.etag(path: song.path) ?? "")
             )
             try demand(context.bytes(file) == song.bytes, "the file does not hold the served bytes")
             try demand(
@@ -410,7 +412,8 @@ extension TransportContract.Clause {
             // (a test runner's parallel tests) shares this figure, so the bound only catches a file held whole.
             try demand(
                 grown < size / 2,
-                "resident memory grew by \(grown >> 20) MiB during a \(size >> 20) MiB download: it is held, not streamed"
+                "resident memory grew by \(grown >> 20) MiB during a \(size >> 20) MiB download: it is held, not "
+                    + "streamed"
             )
             let served = context.server.contentBytes(path: path, range: (size - 4096)..<size)
             let handle = try FileHandle(forReadingFrom: file)
