@@ -172,44 +172,20 @@ final class CurlTransfer: @unchecked Sendable {
                 return fail(TransportError(.bodyTooLarge(limit: Int64(limit)), url: url))
             }
         case .file(let request, _):
-            let base: Int64
-            let size: Int64?
-            switch status {
-            case 206 where request.resumeFrom > 0:
-                let range = headers["Content-Range"].flatMap(ContentRange.init)
-                guard let range, range.start == request.resumeFrom else {
-                    return fail(
-                        TransportError(
-                            .other, url: url,
-                            detail: "the server sent a range that does not "
-                                + "start at byte \(request.resumeFrom) (Content-Range: \(headers["Content-Range"] ?? "none"))"
-                        ))
-                }
-                if request.validator?.isContradicted(by: Validator(headers: headers)) == true {
-                    return fail(TransportError(.changedDuringResume, url: url))
-                }
-                base = request.resumeFrom
-                size = range.total ?? expected.map { base + $0 }
-            case 200:
-                restarted = request.resumeFrom > 0
-                base = 0
-                size = expected
-            default:
-                return fail(TransportError(.httpStatus(status), url: url, headers: headers))
-            }
-            // Refused before the file is touched, so a resume's kept bytes survive a file grown too big.
-            if let maxBytes, let size, size > maxBytes {
-                return fail(TransportError(.bodyTooLarge(limit: maxBytes), url: url))
-            }
+            let decision: ResumeDecision
             do {
-                file = try DownloadFile(request.destination, keeping: base)
+                decision = try ResumeDecision(
+                    status: status, headers: headers, contentLength: expected, request: request, url: url)
             } catch {
                 return fail(error)
             }
-            request.onResponse?(
-                DownloadResponse(
-                    status: status, validator: Validator(headers: headers), expectedSize: size,
-                    restarts: restarted))
+            restarted = decision.restarts
+            do {
+                file = try DownloadFile(request.destination, keeping: decision.base)
+            } catch {
+                return fail(error)
+            }
+            request.onResponse?(decision.response)
         }
         return true
     }

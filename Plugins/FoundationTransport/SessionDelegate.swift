@@ -277,31 +277,11 @@ extension FileTransfer {
         let url = response.url ?? request.url
         let length = response.expectedContentLength >= 0 ? response.expectedContentLength : nil
         let headers = SessionDelegate.headers(response)
-        var total = length
-        switch response.statusCode {
-        case 206 where request.resumeFrom > 0:
-            let range = headers["Content-Range"].flatMap(ContentRange.init)
-            total = range?.total
-            guard let range, range.start == request.resumeFrom else {
-                throw TransportError(
-                    .other, url: url,
-                    detail: "the server sent a range that does not start at "
-                        + "byte \(request.resumeFrom)")
-            }
-            if request.validator?.isContradicted(by: Validator(headers: headers)) == true {
-                throw TransportError(.changedDuringResume, url: url)
-            }
-            base = request.resumeFrom
-        case 200:
-            restarted = request.resumeFrom > 0
-            base = 0
-        default:
-            throw TransportError(.httpStatus(response.statusCode), url: url, headers: headers)
-        }
+        let decision = try ResumeDecision(
+            status: response.statusCode, headers: headers, contentLength: length, request: request, url: url)
+        base = decision.base
+        restarted = decision.restarts
         expected = length
-        if let limit = request.maxBytes, let total, total > limit {
-            throw TransportError(.bodyTooLarge(limit: limit), url: url)
-        }
         let path = request.destination.path
         if !FileManager.default.fileExists(atPath: path) {
             guard FileManager.default.createFile(atPath: path, contents: nil) else {
@@ -315,10 +295,7 @@ extension FileTransfer {
         try handle.seek(toOffset: UInt64(base))
         self.handle = handle
         // Only now, with the file cut to what this answer continues, may the caller record its validator.
-        request.onResponse?(
-            DownloadResponse(
-                status: response.statusCode, validator: Validator(headers: headers),
-                expectedSize: total, restarts: restarted))
+        request.onResponse?(decision.response)
     }
 
     mutating func write(_ data: Data) throws {
