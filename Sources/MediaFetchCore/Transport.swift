@@ -4,12 +4,12 @@ import Foundation
 ///
 /// Implementation requirements:
 /// * Only `http` and `https` URLs are fetched, redirects included; anything else is
-///   ``TransportError/Code/unsupportedScheme`` before a byte is sent.
+///   ``TransportError/Code/unsupportedScheme(_:)`` before a byte is sent.
 /// * ``download(_:progress:)`` streams the body into the destination file and never holds a whole
 ///   file in memory. With `resumeFrom > 0` it sends `Range: bytes=N-` and `If-Range` (when the
 ///   request has a validator); on 206 it appends after the kept bytes, on 200 it truncates the file
 ///   and writes the whole body, setting `restarted`.
-/// * A body shorter than its `Content-Length` is ``TransportError/Code/truncated``, never a
+/// * A body shorter than its `Content-Length` is ``TransportError/Code/truncated(expected:received:)``, never a
 ///   success; the bytes that did arrive stay in the file.
 /// * A status other than 200 or 206 from `download`, after redirects, is
 ///   ``TransportError/Code/httpStatus(_:)`` with the response's headers, and leaves the
@@ -28,7 +28,9 @@ public protocol Transport: Sendable {
     func send(_ request: HTTPRequest) async throws -> HTTPResponse
 
     /// Streams a GET into `request.destination`.
-    /// - Parameter progress: called as bytes arrive, at a bounded rate, from any thread.
+    /// - Parameters:
+    ///   - request: what to fetch, into which file, from which byte, under which validator.
+    ///   - progress: called as bytes arrive, at a bounded rate, from any thread.
     /// - Returns: how the transfer ended; only statuses 200 and 206 return.
     /// - Throws: ``TransportError``.
     func download(

@@ -13,7 +13,7 @@ import Foundation
 /// * `playlist` (bool; default true): write `playlist.m3u8` listing the stored previews.
 ///
 /// The names `manifest.json` and `playlist.m3u8` are reserved whether or not the files are written, so
-/// turning them on later never renames an item (``NameReserver/reservingCollectionFiles()``).
+/// turning them on later never renames an item (``NameReserver/reservingCollectionFiles(maxBytes:)``).
 public struct CollectionOptions: Sendable, Hashable {
     /// The manifest's name at the collection's root.
     public static let manifestName = "manifest.json"

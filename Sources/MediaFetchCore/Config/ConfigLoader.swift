@@ -17,6 +17,7 @@ public enum ConfigLoader {
     ///     file resolve against its directory.
     ///   - overrides: `--set` arguments, `key.path=value`, applied in order.
     ///   - environment: where `${VAR}` is looked up, and `HOME` for `~`.
+    ///   - registry: the plugins a section's `use:` may name, and their options.
     /// - Throws: ``ConfigError`` for every problem, including a file that cannot be read.
     public static func load(
         path: String,
@@ -33,8 +34,12 @@ public enum ConfigLoader {
 
     /// Loads a config given as text (tests, configs from elsewhere).
     /// - Parameters:
+    ///   - text: the YAML.
     ///   - path: the name locations carry.
     ///   - baseDirectory: what relative paths in the text resolve against, and where `state:` defaults to.
+    ///   - overrides: `--set` arguments, `key.path=value`, applied in order.
+    ///   - environment: where `${VAR}` is looked up (nothing, by default).
+    ///   - registry: the plugins a section's `use:` may name, and their options.
     /// - Throws: ``ConfigError``.
     public static func load(
         text: String,

@@ -32,6 +32,7 @@ public enum SafeName {
 
     /// A safe, non-empty component for `raw`.
     /// - Parameters:
+    ///   - raw: the text to make a name of (a title, an artist), as the catalog gave it.
     ///   - keepingExtension: treat a short alphanumeric suffix after the last dot as an extension and keep it
     ///     when the name is cut (for file names; directory names pass false).
     ///   - maxBytes: the UTF-8 budget; at least 16.
