@@ -63,7 +63,7 @@ let package = Package(
             pkgConfig: "libarchive",
             providers: [.apt(["libarchive-dev"])]
         ),
-        .target(name: "MediaFetchCore", dependencies: ["CYAML", "CCrypto", "CSQLite"], swiftSettings: strict),
+        .target(name: "MediaFetchCore", dependencies: ["CYAML", "CCrypto", "CSQLite", "CLinux"], swiftSettings: strict),
         plugin("ITunesSource"),
         plugin("URLListSource"),
         plugin("FoundationTransport"),

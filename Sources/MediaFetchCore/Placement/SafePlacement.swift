@@ -1,6 +1,6 @@
 import CLinux
 import Foundation
-import MediaFetchCore
+
 
 #if canImport(Glibc)
     import Glibc
@@ -23,20 +23,46 @@ import MediaFetchCore
 ///
 /// The staged file is named by its path: the callers have it as a string already, and each `URL.path` costs a
 /// percent-decoding of the whole path.
-struct SafePlacement {
+///
+/// This is the durable placement every sink that writes files can use (the directory sink does), so that a
+/// sink of yours is as safe as the bundled one:
+///
+/// ```swift
+/// func store(_ file: StagedFile, as plan: StoragePlan) async throws -> String {
+///     try SafePlacement(rootPath: root.path, relativePath: plan.relativePath, item: plan.item)
+///         .place(file.url.path)
+///     return plan.relativePath
+/// }
+/// ```
+public struct SafePlacement: Sendable {
     /// The folder's path (the sink works it out once from its URL: each `URL.path` decodes it again).
-    var rootPath: String
-    var relativePath: String
-    var item: ItemRef
+    public var rootPath: String
+    /// Where the file goes below the root, `/`-separated, each component already safe (``SafeName``); `..`,
+    /// empty and absolute components are refused.
+    public var relativePath: String
+    /// The item, for error messages.
+    public var item: ItemRef
     /// Whether to flush the file before its rename and the folder after.
-    var sync = true
+    public var sync = true
     /// Whether a copy across filesystems is flushed before its rename, and its folder after, even without
     /// ``sync``: a group flush of the root's filesystem covers neither (it ran before the copy, and the
     /// folder may be another filesystem mounted below the root).
-    var flushesCopies = false
+    public var flushesCopies = false
 
-    /// Places `staged` at `relativePath` under `root`.
-    func place(_ staged: String) throws(SinkError) {
+    public init(rootPath: String, relativePath: String, item: ItemRef, sync: Bool = true) {
+        self.rootPath = rootPath
+        self.relativePath = relativePath
+        self.item = item
+        self.sync = sync
+    }
+
+    /// Places the staged file at ``relativePath`` under the root: flushed, renamed over the final name (or copied
+    /// in under a temporary name and renamed, across filesystems), and the folder flushed.
+    /// - Parameter staged: the staged file's path; it is gone afterwards (moved, or copied and left to the
+    ///   caller).
+    /// - Throws: ``SinkError`` saying what blocked it (a link, a file where a folder should be, the disk);
+    ///   the final name then holds what it held before.
+    public func place(_ staged: String) throws(SinkError) {
         let directory = try placeKeepingFolder(staged)
         guard !sync || fsync(directory.raw) == 0 else {
             throw failure("stored, but the folder could not be flushed to disk: \(errorText(errno))")
@@ -45,7 +71,7 @@ struct SafePlacement {
 
     /// ``place(_:)`` without its last step: the folder the file now is in comes back, not yet flushed, for
     /// the caller to flush (with others, in a group flush).
-    func placeKeepingFolder(_ staged: String) throws(SinkError) -> FileDescriptor {
+    public func placeKeepingFolder(_ staged: String) throws(SinkError) -> FileDescriptor {
         let components = try validatedComponents()
         guard let fileName = components.last else { throw failure("the planned path is empty") }
         var directory = try openRoot()
@@ -95,7 +121,7 @@ struct SafePlacement {
     /// The staged file's own write-back error, if the kernel has one it has told nobody of: opened afresh,
     /// the file's pages are written out and waited for (cheap once a group flush wrote them). This is what
     /// an `fsync` per file reported, without the disk-cache flush.
-    func checkWrittenBack(_ staged: String) throws(SinkError) {
+    public func checkWrittenBack(_ staged: String) throws(SinkError) {
         let file = try openStaged(staged)
         guard mf_wait_written(file.raw) == 0 else {
             throw failure("the downloaded file could not be written to disk: \(errorText(errno))")
@@ -153,7 +179,7 @@ struct SafePlacement {
 
     /// Opens the root, creating it and its parents when missing. The root itself may be a link: the user
     /// chose it.
-    func openRoot() throws(SinkError) -> FileDescriptor {
+    public func openRoot() throws(SinkError) -> FileDescriptor {
         let flags = O_RDONLY | O_DIRECTORY | O_CLOEXEC
         var descriptor = open(rootPath, flags)
         if descriptor < 0 && errno == ENOENT {
@@ -260,7 +286,8 @@ struct SafePlacement {
         guard fsync(file.raw) == 0 else { throw failure("cannot flush the file to disk: \(errorText(errno))") }
     }
 
-    func failure(_ reason: String) -> SinkError {
+    /// A ``SinkError`` that names the item, where it was going, and `reason`.
+    public func failure(_ reason: String) -> SinkError {
         SinkError("cannot store \(item) as \(relativePath) in \(rootPath): \(reason)")
     }
 }

@@ -8,16 +8,19 @@
 /// releases it without a `defer` per call site.
 ///
 /// Non-copyable so that exactly one owner closes it.
-struct FileDescriptor: ~Copyable {
-    let raw: Int32
+public struct FileDescriptor: ~Copyable {
+    /// The descriptor, for system calls.
+    public let raw: Int32
 
-    init(_ raw: Int32) {
+    /// Takes ownership of `raw`: it is closed when this value goes.
+    public init(_ raw: Int32) {
         self.raw = raw
     }
 
     /// Closes now and reports the outcome: for a file just written, `close` is the last chance to hear
     /// of a write error (on NFS, for one).
-    consuming func closeChecked() -> Int32 {
+    /// - Returns: 0, or the `errno` of a failed close.
+    public consuming func closeChecked() -> Int32 {
         let result = close(raw)
         discard self
         return result == 0 ? 0 : errno
@@ -30,8 +33,8 @@ struct FileDescriptor: ~Copyable {
     }
 }
 
-/// The text for `code`, e.g. "Permission denied".
-func errorText(_ code: Int32) -> String {
+/// The system's words for an `errno` value, e.g. "Permission denied", for messages.
+public func errorText(_ code: Int32) -> String {
     guard let text = strerror(code) else { return "error \(code)" }
     return String(cString: text)
 }
