@@ -120,7 +120,8 @@ struct CLITests {
         #expect(outcome.status == 0, "\(outcome.stderr)")
         let lines = outcome.stdout.split(separator: "\n")
         #expect(lines.count == 6)
-        #expect(lines.first?.hasPrefix("ARTIST") == true)
+        #expect(lines.first?.hasPrefix("KIND  ") == true)
+        #expect(lines.dropFirst().allSatisfy { $0.hasPrefix("song  ") && $0.contains("  preview  ") })
         #expect(lines.dropFirst().allSatisfy { $0.contains(Self.server.baseURL.absoluteString) })
     }
 
