@@ -154,6 +154,8 @@ sink:
   path: $path
   layout: "{title}.{ext}"
 $( [[ ${4:-directory} == tar ]] && printf '  manifest: false\n  playlist: false\n' || printf '  sync: %s\n' "${3:-true}" )
+download:
+  max-size: none   # the big file is larger than the default limit (50MB)
 state: $OUT.state
 YAML
     echo "$WORK/$name.yaml"

@@ -11,9 +11,15 @@ public func fuzzSearchDecoder(_ data: UnsafePointer<UInt8>, _ size: Int) -> Int3
     let response = HTTPResponse(status: 200, headers: [:], url: url, body: Data(bytes: data, count: size))
     guard let outputs = try? ITunesSource.decode(response) else { return 0 }
     for case .item(let item) in outputs {
-        // An item the decoder lets through must be fetchable and nameable.
-        guard item.previewURL?.isFetchable == true else { fatalError("an item without an http(s) preview URL") }
-        _ = item.fileExtension(for: .preview)
+        // What an item the decoder lets through points at must be fetchable, and nameable; it may have neither.
+        for asset in AssetKind.allCases {
+            guard let url = item.url(for: asset) else { continue }
+            guard url.isFetchable else {
+                fatalError("an item with \(IndefiniteArticle.before(asset.rawValue)) URL that is not http(s): \(url)")
+            }
+            _ = item.fileExtension(for: asset)
+        }
+        guard !item.isFullLength || item.previewURL != nil else { fatalError("a whole episode without a preview") }
     }
     return 0
 }

@@ -31,7 +31,7 @@ extension CurlTransport {
                     "max-rate", .byteSize,
                     doc: "Bandwidth for all downloads together, in bytes a second (e.g. 5MB), held to within a "
                         + "tenth of a second's worth (at least 32 KiB): a download that is ahead pauses, and paused "
-                        + "downloads take turns. Unlimited when left out."),
+                        + "downloads take turns. Unlimited when left out, or none."),
                 OptionSpec(
                     "max-redirects", .integer(0...50), default: .integer(10),
                     doc: "Redirects followed at most; only to http and https."),
@@ -68,7 +68,8 @@ extension CurlTransport {
                 throw options.error("low-speed-time", "the low-speed time must be above zero")
             }
             if let rate = options.integer("max-rate"), rate <= 0 {
-                throw options.error("max-rate", "the rate must be above zero; leave the key out for no limit")
+                throw options.error(
+                    "max-rate", "the rate must be above zero; leave the key out, or write none, for no limit")
             }
             let proxy = options.string("proxy")
             if let proxy, proxy.isEmpty {

@@ -12,7 +12,7 @@ extension ITunesSource {
         info: PluginInfo(
             kind: .source,
             name: "itunes",
-            summary: "Searches Apple's iTunes Search API (/search by term, /lookup by ids) for previews",
+            summary: "Searches Apple's iTunes Search API (/search by term, /lookup by ids) for previews and artwork",
             options: [
                 OptionSpec(
                     "term", .string,
@@ -44,7 +44,8 @@ extension ITunesSource {
                     doc: "Results per API call (Apple allows 1..200)."),
                 OptionSpec(
                     "max-items", .integer(1...1_000_000), default: .integer(50),
-                    doc: "Items to fetch at most; searches page with offset past 200."),
+                    doc: "Results to take at most, of every kind (an album or an artist has no preview, but may "
+                        + "have artwork); searches page with offset past 200."),
                 OptionSpec(
                     "endpoint", .url, default: .url(URL(string: "https://itunes.apple.com")!),
                     doc: "Base URL of the API: point it at a mirror, or at `mediafetch mock-server`."),

@@ -17,7 +17,8 @@ public struct ITunesSource: Source {
         public var parameters: [(String, String)]
         /// Results per API call, 1...200.
         public var pageSize: Int
-        /// Items to produce at most (items with a preview; skipped records do not count).
+        /// Items to produce at most: results of every kind, with a preview or without (an album, an artist);
+        /// records that are skipped (no id, a duplicate) do not count.
         public var maxItems: Int
         public var requestsPerMinute: Int
         /// How often a throttled call (403 or 429) is tried again before the source gives up.
@@ -60,6 +61,7 @@ public struct ITunesSource: Source {
     public func run(_ context: SourceContext, emit: @Sendable (SourceOutput) async throws -> Void) async throws {
         var seen = Set<String>()
         var produced = 0
+        var toldOfWholeEpisodes = false
 
         /// Emits a page's records; answers how many new items it held.
         func emitPage(_ outputs: [SourceOutput]) async throws -> Int {
@@ -73,6 +75,10 @@ public struct ITunesSource: Source {
                     }
                     produced += 1
                     fresh += 1
+                    if item.isFullLength, !toldOfWholeEpisodes {
+                        toldOfWholeEpisodes = true
+                        context.notice(Self.wholeEpisodeNotice(item))
+                    }
                 }
                 try await emit(output)
             }
@@ -110,6 +116,15 @@ public struct ITunesSource: Source {
                 }
             }
         }
+    }
+
+    /// Said once a run, at the first whole episode: the user asked for previews and may not know that a podcast
+    /// episode's is the episode itself.
+    static func wholeEpisodeNotice(_ item: MediaItem) -> String {
+        let length = item.durationMillis.map { " (\($0 / 60_000) min)" } ?? ""
+        return "some results are whole podcast episodes, not previews, e.g. \(item.ref)\(length): the catalog's "
+            + "preview URL of an episode is the episode itself; the download section's max-size (default "
+            + "\(DownloadPolicy.defaultMaxSizeText)) refuses files larger than it, and max-size: none fetches them all"
     }
 
     /// One paced API call, retried with backoff while the API throttles.

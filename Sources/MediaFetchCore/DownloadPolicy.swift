@@ -11,7 +11,8 @@ public struct DownloadPolicy: Sendable, Hashable {
     public var retryBudget: Duration
     /// The first backoff step; each retry waits a random time up to this doubled per attempt ("full jitter").
     public var retryBase: Duration
-    /// A file larger than this is abandoned and nothing is stored.
+    /// A file larger than this is abandoned and nothing is stored; nil for no limit. ``defaultMaxSize`` unless
+    /// the config says otherwise.
     public var maxSize: Int64?
     /// Content types a preview may have (`audio/*` matches any audio type); empty accepts any.
     public var previewTypes: [String]
@@ -28,7 +29,7 @@ public struct DownloadPolicy: Sendable, Hashable {
         retryMaxWait: Duration = .seconds(60),
         retryBudget: Duration = .seconds(300),
         retryBase: Duration = .milliseconds(500),
-        maxSize: Int64? = nil,
+        maxSize: Int64? = DownloadPolicy.defaultMaxSize,
         previewTypes: [String] = DownloadPolicy.defaultPreviewTypes,
         artworkTypes: [String] = DownloadPolicy.defaultArtworkTypes,
         maxFailures: Int = 0,
@@ -44,6 +45,13 @@ public struct DownloadPolicy: Sendable, Hashable {
         self.maxFailures = maxFailures
         self.computesDigests = computesDigests
     }
+
+    /// 50 MB: a preview is about 1 MB of audio or up to a few tens of MB of video, while a podcast's "preview"
+    /// is the whole episode (about 58 MB an hour at 128 kbit/s), so a preview run never pulls hours of audio
+    /// by surprise. `max-size: none` lifts it.
+    public static let defaultMaxSize: Int64 = 50_000_000
+    /// How ``defaultMaxSize`` is written in a config.
+    public static let defaultMaxSizeText = "50MB"
 
     public static let defaultPreviewTypes = ["audio/*", "video/*", "application/octet-stream", "binary/octet-stream"]
     public static let defaultArtworkTypes = ["image/*", "application/octet-stream", "binary/octet-stream"]
@@ -61,8 +69,11 @@ public struct DownloadPolicy: Sendable, Hashable {
             "retry-budget", .duration, default: .duration(.seconds(300)),
             doc: "The longest one item may spend on retries in all."),
         OptionSpec(
-            "max-size", .byteSize,
-            doc: "A file larger than this is abandoned and nothing is stored; no limit when left out."),
+            "max-size", .byteSize, default: .integer(Int(defaultMaxSize)), defaultText: defaultMaxSizeText,
+            doc: "A file larger than this is abandoned before its body is fetched (when the server announces its "
+                + "length) and nothing is stored. Previews are about 1 MB (video ones up to a few tens of MB); "
+                + "a podcast episode's preview is the whole episode, hours of audio at times, which this stops. "
+                + "none: no limit."),
         OptionSpec(
             "preview-types", .stringList, default: .list(defaultPreviewTypes),
             doc: "Content types a preview may be served as (`audio/*` matches any audio type); an HTML error "
@@ -88,11 +99,18 @@ public struct DownloadPolicy: Sendable, Hashable {
             retries: options.integer("retries") ?? 3,
             retryMaxWait: options.duration("retry-max-wait") ?? .seconds(60),
             retryBudget: options.duration("retry-budget") ?? .seconds(300),
-            maxSize: options.integer("max-size").map(Int64.init),
+            maxSize: Self.maxSize(options),
             previewTypes: options.list("preview-types") ?? Self.defaultPreviewTypes,
             artworkTypes: options.list("artwork-types") ?? Self.defaultArtworkTypes,
             maxFailures: options.integer("max-failures") ?? 0,
             computesDigests: options.string("verify") == "sha256")
+    }
+
+    /// The section's `max-size`: the default when the key is absent (a spec built by hand has no defaults
+    /// filled in), none when it says `none`.
+    static func maxSize(_ options: PluginOptions) -> Int64? {
+        guard options.values["max-size"] != nil else { return defaultMaxSize }
+        return options.integer("max-size").map(Int64.init)
     }
 
     /// Whether a content type is one `asset` may have. A missing type is given the benefit of the doubt.

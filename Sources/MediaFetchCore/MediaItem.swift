@@ -20,6 +20,10 @@ public struct MediaItem: Sendable, Hashable, Codable {
     public var genre: String?
     public var previewURL: URL?
     public var artworkURL: URL?
+    /// Whether ``previewURL`` is the whole work rather than an excerpt: a podcast episode's preview is the
+    /// episode itself, often an hour or more of audio. The download section's `max-size` is what stops such a
+    /// file from being fetched by surprise.
+    public var isFullLength: Bool
     /// The record the source decoded this item from, unknown fields included.
     public var raw: JSONValue?
 
@@ -36,6 +40,7 @@ public struct MediaItem: Sendable, Hashable, Codable {
         genre: String? = nil,
         previewURL: URL? = nil,
         artworkURL: URL? = nil,
+        isFullLength: Bool = false,
         raw: JSONValue? = nil
     ) {
         self.id = id
@@ -50,7 +55,28 @@ public struct MediaItem: Sendable, Hashable, Codable {
         self.genre = genre
         self.previewURL = previewURL
         self.artworkURL = artworkURL
+        self.isFullLength = isFullLength
         self.raw = raw
+    }
+
+    /// Decodes what ``encode(to:)`` wrote; `isFullLength` may be missing (JSON written before it existed, or
+    /// by a program that does not know it), and then is false.
+    public init(from decoder: any Decoder) throws {
+        let container = try decoder.container(keyedBy: CodingKeys.self)
+        id = try container.decode(String.self, forKey: .id)
+        kind = try container.decodeIfPresent(String.self, forKey: .kind)
+        title = try container.decode(String.self, forKey: .title)
+        artist = try container.decodeIfPresent(String.self, forKey: .artist)
+        album = try container.decodeIfPresent(String.self, forKey: .album)
+        trackNumber = try container.decodeIfPresent(Int.self, forKey: .trackNumber)
+        discNumber = try container.decodeIfPresent(Int.self, forKey: .discNumber)
+        durationMillis = try container.decodeIfPresent(Int.self, forKey: .durationMillis)
+        releaseDate = try container.decodeIfPresent(Date.self, forKey: .releaseDate)
+        genre = try container.decodeIfPresent(String.self, forKey: .genre)
+        previewURL = try container.decodeIfPresent(URL.self, forKey: .previewURL)
+        artworkURL = try container.decodeIfPresent(URL.self, forKey: .artworkURL)
+        isFullLength = try container.decodeIfPresent(Bool.self, forKey: .isFullLength) ?? false
+        raw = try container.decodeIfPresent(JSONValue.self, forKey: .raw)
     }
 
     /// A short reference for messages and events.

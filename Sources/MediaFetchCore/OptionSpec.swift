@@ -54,7 +54,9 @@ public enum OptionType: Sendable, Hashable, CustomStringConvertible {
     /// An absolute http or https URL.
     case url
     /// A number of bytes: `1048576`, `500KB`, `20MB`, `1.5GB` (powers of 1000) or `512KiB`, `1GiB`
-    /// (powers of 1024). Converted to ``OptionValue/integer(_:)``.
+    /// (powers of 1024). Converted to ``OptionValue/integer(_:)``. Every size option is a limit, and the word
+    /// `none` lifts it: that converts to ``OptionValue/string(_:)`` `"none"`, which
+    /// ``PluginOptions/integer(_:)`` reads as no value.
     case byteSize
 
     public var description: String {
@@ -69,7 +71,7 @@ public enum OptionType: Sendable, Hashable, CustomStringConvertible {
         case .stringMap: "mapping of string to string"
         case .path: "path"
         case .url: "http(s) URL"
-        case .byteSize: "size (bytes, or 500KB, 20MB, 1GiB)"
+        case .byteSize: "size (bytes, or 500KB, 20MB, 1GiB), or none"
         }
     }
 }

@@ -298,8 +298,9 @@ public struct Pipeline: Sendable {
                 guard policy.accepts(contentType: result.contentType, for: job.asset) else {
                     try? FileManager.default.removeItem(at: staging)
                     throw PipelineError(
-                        "served as \(result.contentType ?? "?"), which is not a \(job.asset.rawValue) "
-                            + "(the download section's \(job.asset.rawValue)-types lists what is accepted)")
+                        "served as \(result.contentType ?? "?"), which is not "
+                            + IndefiniteArticle.before(job.asset.rawValue)
+                            + " (the download section's \(job.asset.rawValue)-types lists what is accepted)")
                 }
                 let size = try result.size ?? Self.fileSize(atPath: stagingPath)
                 let staged = StagedFile(url: staging, size: size, sha256: result.sha256, sourceURL: result.url)

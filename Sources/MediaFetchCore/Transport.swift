@@ -99,7 +99,11 @@ public struct TransportError: Error, Sendable, CustomStringConvertible {
             what = "body ended after \(received) of \(expected) bytes"
         case .changedDuringResume:
             what = "the file changed on the server while resuming (a range of another version came back)"
-        case .bodyTooLarge(let limit): what = "larger than the limit of \(limit) bytes (max-size)"
+        case .bodyTooLarge(let limit):
+            // A download's limit is the download section's max-size, and a user who hits it needs its name.
+            what =
+                "larger than the limit of \(limit) bytes (\(Self.megabytes(limit)), download.max-size: raise it, "
+                + "or set it to none for no limit)"
         case .fileError: what = "could not write the download to disk"
         case .cancelled: what = "cancelled"
         case .other: what = "transfer failed"
@@ -107,6 +111,13 @@ public struct TransportError: Error, Sendable, CustomStringConvertible {
         var text = url.map { "\($0.absoluteString): \(what)" } ?? what
         if let detail, !detail.isEmpty { text += " (\(detail))" }
         return text
+    }
+
+    /// `50000000` as "50 MB", `1500000` as "1.5 MB": powers of 1000, as a config writes sizes.
+    static func megabytes(_ bytes: Int64) -> String {
+        let tenths = (Double(bytes) / 100_000).rounded()
+        let whole = tenths.truncatingRemainder(dividingBy: 10) == 0
+        return whole ? "\(Int64(tenths / 10)) MB" : "\(tenths / 10) MB"
     }
 }
 

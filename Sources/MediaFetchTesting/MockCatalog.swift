@@ -1,18 +1,25 @@
 import Foundation
 
 /// The songs a ``MockCatalogServer`` knows, with the same search the server runs, so that tests can compute
-/// what an answer should contain.
+/// what an answer should contain; and answers recorded from Apple's API that it replays for other kinds
+/// (``MockRecordedAnswer``).
 public struct MockCatalog: Sendable {
     /// Every song, in catalog order (the order search answers use).
     public let songs: [MockSong]
+    /// Recorded answers, replayed for searches of their media and entity instead of a search of `songs`.
+    public let recorded: [MockRecordedAnswer]
+    /// The generated files behind the recorded answers' preview and episode URLs, by served path.
+    let recordedMedia: [String: RecordedMedia]
+    /// The recorded artwork, by its served path with the size part set to `0x0bb`.
+    let recordedArtwork: Set<String>
 
     private let indexByTrackId: [Int: Int]
     /// Lower-cased artist, album and title per song, so a search does not lower-case 800 strings each time.
     private let haystacks: [(artist: String, album: String, title: String)]
 
-    /// A catalog of exactly `songs`. A later song with an already used `trackId` is dropped, so that ids stay
-    /// unique whatever a test passes.
-    public init(songs: [MockSong]) {
+    /// A catalog of exactly `songs`, and `recorded` answers for other searches. A later song with an already
+    /// used `trackId` is dropped, so that ids stay unique whatever a test passes.
+    public init(songs: [MockSong], recorded: [MockRecordedAnswer] = []) {
         var kept: [MockSong] = []
         var index: [Int: Int] = [:]
         for song in songs where index[song.trackId] == nil {
@@ -22,6 +29,8 @@ public struct MockCatalog: Sendable {
         self.songs = kept
         indexByTrackId = index
         haystacks = kept.map { ($0.artistName.lowercased(), $0.collectionName.lowercased(), $0.trackName.lowercased()) }
+        self.recorded = recorded
+        (recordedMedia, recordedArtwork) = Self.recordedFiles(recorded)
     }
 
     /// The song with `trackId`, if the catalog has it.

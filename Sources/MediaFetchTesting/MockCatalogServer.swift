@@ -12,8 +12,9 @@ import MediaFetchCore
 /// ```
 ///
 /// Endpoints: `GET /search` and `GET /lookup` (JSON as Apple sends it, `text/javascript; charset=utf-8`),
-/// every song's `previewUrl` path, artwork at `/image/thumb/<collectionId>/<N>x<N>bb.jpg` for any N, and files
-/// added with ``addFile(path:bytes:contentType:)`` or ``addFile(path:size:seed:contentType:)``. Files answer
+/// every song's `previewUrl` path, artwork at `/image/thumb/<collectionId>/<N>x<N>bb.jpg` for any N, the files
+/// behind the catalog's recorded answers at `/recorded/...` (``MockRecordedAnswer``), and files added with
+/// ``addFile(path:bytes:contentType:)`` or ``addFile(path:size:seed:contentType:)``. Files answer
 /// GET and HEAD with `ETag`, `Last-Modified`, `Accept-Ranges` and single byte ranges (206, 416, `If-Range`).
 ///
 /// One accept thread plus one thread per connection, blocking sockets: independent of Swift concurrency, so

@@ -7,6 +7,15 @@ struct MockITunesAPI: Sendable {
     let catalog: MockCatalog
     /// Where preview and artwork URLs in records point.
     let baseURL: URL
+    /// The catalog's recorded answers with their media URLs moved onto `baseURL`, in the catalog's order.
+    private let recordedRecords: [[String]]
+
+    init(catalog: MockCatalog, baseURL: URL) {
+        self.catalog = catalog
+        self.baseURL = baseURL
+        let base = MockSong.trimmedBase(baseURL)
+        recordedRecords = catalog.recorded.map { $0.records.map { MockRecordedAnswer.rewrite($0, base: base) } }
+    }
 
     static let contentType = "text/javascript; charset=utf-8"
 
@@ -18,7 +27,8 @@ struct MockITunesAPI: Sendable {
     static let entities: [String: Set<String>] = [
         "music": ["musicArtist", "musicTrack", "album", "musicVideo", "mix", "song"],
         "movie": ["movieArtist", "movie"],
-        "podcast": ["podcastAuthor", "podcast"],
+        // podcastEpisode is not in Apple's table, but its search answers it (with the episodes).
+        "podcast": ["podcastAuthor", "podcast", "podcastEpisode"],
         "musicVideo": ["musicArtist", "musicVideo"],
         "audiobook": ["audiobookAuthor", "audiobook"],
         "shortFilm": ["shortFilmArtist", "shortFilm"],
@@ -68,6 +78,11 @@ struct MockITunesAPI: Sendable {
 
         let limit = min(200, max(1, Int(request.query("limit") ?? "") ?? 50))
         let offset = max(0, Int(request.query("offset") ?? "") ?? 0)
+        if let index = catalog.recorded.firstIndex(where: { $0.media == (media ?? "music") && $0.entity == entity }) {
+            let records = recordedRecords[index]
+            let page = offset < records.count ? Array(records[offset..<min(records.count, offset + limit)]) : []
+            return (200, Self.results(page))
+        }
         var songs: [MockSong] = []
         if ["music", "all"].contains(media ?? "music") {
             songs = catalog.search(term: term, attribute: attribute)

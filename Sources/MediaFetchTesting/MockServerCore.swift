@@ -153,6 +153,9 @@ final class MockServerCore: Sendable {
         if let song = catalog.song(previewPath: request.path) {
             return .file(MockFile(content: MockCatalog.previewContent(for: song), contentType: "audio/x-m4a"))
         }
+        if let file = catalog.recordedFile(path: request.path) {
+            return .file(file)
+        }
         if let (collectionId, size) = parseArtworkPath(request.path),
             catalog.firstSong(collectionId: collectionId) != nil
         {

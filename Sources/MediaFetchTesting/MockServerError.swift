@@ -1,6 +1,6 @@
 import Glibc
 
-/// The mock server could not start.
+/// The mock server could not start, or was given something it cannot serve (a recorded answer that is not one).
 public struct MockServerError: Error, Sendable, CustomStringConvertible {
     public var message: String
 

@@ -87,7 +87,8 @@ struct ITunesSourceTests {
         #expect(server.requests.filter { $0.path == "/search" }.count == all.count / 25 + 1)
     }
 
-    @Test func lookupByIdsSkipsTheCollectionRecordAndKeepsItsSongs() async throws {
+    /// The album record comes first, as at Apple, and is an item too: it has artwork, not a preview.
+    @Test func lookupByIdsYieldsTheAlbumRecordThenItsSongs() async throws {
         let server = try MockCatalogServer()
         let song = server.catalog.songs[10]
         let album = server.catalog.songs(collectionId: song.collectionId)
@@ -95,9 +96,13 @@ struct ITunesSourceTests {
             endpoint: server.baseURL, query: .lookup(key: "id", ids: [String(song.collectionId)]),
             parameters: [("entity", "song")], pageSize: 200, maxItems: 200, requestsPerMinute: 0)
         let result = try await Self.collect(configuration)
-        #expect(result.items.map(\.id) == album.map { String($0.trackId) })
-        #expect(result.skipped.count == 1)
-        #expect(result.skipped.first?.contains("no preview URL") == true)
+        #expect(result.items.map(\.id) == [String(song.collectionId)] + album.map { String($0.trackId) })
+        let albumItem = try #require(result.items.first)
+        #expect(albumItem.kind == "album")
+        #expect(albumItem.title == song.collectionName)
+        #expect(albumItem.previewURL == nil)
+        #expect(albumItem.artworkURL == server.url(path: song.artworkPath(size: 100)))
+        #expect(result.skipped.isEmpty)
         #expect(server.requests.first?.query("id") == String(song.collectionId))
     }
 

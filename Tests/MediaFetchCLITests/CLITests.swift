@@ -121,7 +121,8 @@ struct CLITests {
         #expect(outcome.status == 0, "\(outcome.stderr)")
         let lines = outcome.stdout.split(separator: "\n")
         #expect(lines.count == 6)
-        #expect(lines.first?.hasPrefix("ARTIST") == true)
+        #expect(lines.first?.hasPrefix("KIND  ") == true)
+        #expect(lines.dropFirst().allSatisfy { $0.hasPrefix("song  ") && $0.contains("  preview  ") })
         #expect(lines.dropFirst().allSatisfy { $0.contains(Self.server.baseURL.absoluteString) })
     }
 
@@ -131,6 +132,23 @@ struct CLITests {
         #expect(outcome.stdout.contains("itunes"))
         #expect(outcome.stdout.contains("concurrency"))
         #expect(outcome.stdout.contains("OK"))
+    }
+
+    /// Size limits default to something (max-size 50MB) or to nothing (max-rate), and `none` lifts either.
+    @Test func checkShowsTheSizeLimitsAndNoneLiftsThem() throws {
+        let defaults = try CommandRunner.run(["check", "config/demo.yaml"])
+        #expect(defaults.status == 0, "\(defaults.stderr)")
+        #expect(defaults.stdout.contains("max-size: 50000000  (default)"))
+        let lifted = try CommandRunner.run([
+            "check", "config/demo.yaml", "--set", "download.max-size=none", "--set", "transport.max-rate=none",
+        ])
+        #expect(lifted.status == 0, "\(lifted.stderr)")
+        #expect(lifted.stdout.contains("max-size: none  (--set download.max-size)"))
+        #expect(lifted.stdout.contains("max-rate: none  (--set transport.max-rate)"))
+        let wrong = try CommandRunner.run(["check", "config/demo.yaml", "--set", "download.max-size=big"])
+        #expect(wrong.status == 2)
+        #expect(wrong.stderr.contains("download.max-size"))
+        #expect(wrong.stderr.contains("or none"))
     }
 
     @Test func versionAndHelp() throws {

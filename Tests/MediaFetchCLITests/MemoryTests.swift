@@ -5,6 +5,7 @@ import Testing
 
 /// A 512 MiB file through `mediafetch run`, with each transport and each sink: the bytes arrive
 /// whole, and the process's peak memory stays far below the file's size (it is streamed, never held).
+/// The file is larger than the default max-size (50 MB), so the config lifts the limit.
 /// Measured on a child process with /usr/bin/time, where no other test shares the peak.
 struct MemoryTests {
     static let size: Int64 = 512 << 20
@@ -35,6 +36,7 @@ struct MemoryTests {
             source: {use: urls, file: list.txt}
             transport: {use: \(transport)}
             sink: {use: \(sink), path: \(output.path), layout: "{title}.{ext}"}
+            download: {max-size: none}
             """.utf8
         ).write(to: scratch.appendingPathComponent("big.yaml"))
         let timing = scratch.appendingPathComponent("time.txt")

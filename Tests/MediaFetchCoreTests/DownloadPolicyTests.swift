@@ -70,3 +70,43 @@ struct DownloadPolicyTests {
         #expect(!DownloadPolicy.isRetryable(TransportError(.unsupportedScheme("ftp"), url: url)))
     }
 }
+
+/// `max-size` keeps a preview run from pulling hours of audio: 50 MB unless the config says a size, and `none`
+/// lifts it.
+struct MaxSizeTests {
+    static func policy(_ download: String?) throws -> DownloadPolicy {
+        let section = download.map { "download:\n  max-size: \($0)\n" } ?? ""
+        return try ConfigFixtures.load("source:\n  term: x\n" + section).downloadPolicy
+    }
+
+    @Test func leftOutItIsFiftyMegabytes() throws {
+        #expect(try Self.policy(nil).maxSize == 50_000_000)
+        #expect(DownloadPolicy.defaultMaxSize == 50_000_000)
+        // A policy made in code and a spec made by hand (no defaults filled in) get the same limit.
+        #expect(DownloadPolicy().maxSize == 50_000_000)
+        #expect(DownloadPolicy(options: PluginOptions(section: "download")).maxSize == 50_000_000)
+    }
+
+    @Test(arguments: [("20MB", Int64(20_000_000)), ("1GiB", Int64(1 << 30)), ("1048576", Int64(1_048_576))])
+    func aSizeIsTaken(text: String, bytes: Int64) throws {
+        #expect(try Self.policy(text).maxSize == bytes)
+    }
+
+    @Test(arguments: ["none", "None", "NONE"])
+    func noneLiftsTheLimit(text: String) throws {
+        #expect(try Self.policy(text).maxSize == nil)
+    }
+
+    @Test func anythingElseIsAnErrorThatSaysNoneIsAllowed() throws {
+        let error = #expect(throws: ConfigError.self) { try Self.policy("unlimited") }
+        #expect(error?.description.contains("or none") == true)
+        #expect(error?.description.contains("test.yaml:4:13") == true)
+    }
+
+    @Test func theLimitIsNamedWhenAFileIsTooLarge() {
+        let error = TransportError(.bodyTooLarge(limit: 50_000_000), url: URL(string: "http://127.0.0.1/ep.mp3"))
+        #expect(error.description.contains("50000000 bytes (50 MB, download.max-size"))
+        #expect(error.description.contains("none for no limit"))
+        #expect(TransportError(.bodyTooLarge(limit: 1_500_000), url: nil).description.contains("(1.5 MB,"))
+    }
+}

@@ -54,6 +54,9 @@ struct OptionConverter: Sendable {
         case .url:
             return .url(try url(node, key: key))
         case .byteSize:
+            let word = try text(node, expected: type, key: key)
+            // Every size option is a limit; `none` lifts it, where leaving the key out keeps the default.
+            if word.trimmingCharacters(in: .whitespaces).lowercased() == "none" { return .string("none") }
             return .integer(try byteSize(node, key: key))
         }
     }
