@@ -11,6 +11,7 @@ struct RecordedRunTests {
             try MockRecordedAnswer(media: "music", entity: "album", body: try SearchKindsTests.body("album")),
             try MockRecordedAnswer(
                 media: "podcast", entity: "podcastEpisode", body: try SearchKindsTests.body("podcast-episode")),
+            try MockRecordedAnswer(media: "podcast", entity: "podcast", body: try SearchKindsTests.body("podcast")),
         ]
         return try MockCatalogServer(catalog: MockCatalog(songs: MockCatalog.standard.songs, recorded: answers))
     }
@@ -112,5 +113,26 @@ struct RecordedRunTests {
         #expect(server.requests.filter { $0.path.hasSuffix("/audio.mp3") }.count == 1)
         let kept = try CommandRunner.tree(scratch).filter { !$0.key.hasSuffix(".sqlite") && $0.key != "run.yaml" }
         #expect(kept.values.allSatisfy { $0.count < 1_000_000 }, "\(kept.keys.sorted())")
+    }
+
+    /// A podcast search finds shows, which carry no preview: the summary says every item was skipped, why, and
+    /// names what gives episodes. Albums say what has a preview instead, and that artwork can be stored.
+    @Test func aRunWhoseItemsWereAllSkippedSaysWhatWouldHaveGivenFiles() throws {
+        let server = try Self.server()
+        let scratch = try CommandRunner.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: scratch) }
+        let shows = try Self.config(scratch, server, media: "podcast", entity: "podcast", assets: "[preview]")
+        let outcome = try CommandRunner.run(["run", shows.path, "--quiet"])
+        #expect(outcome.status == 0, "\(outcome.stdout)\(outcome.stderr)")
+        #expect(outcome.stdout.contains("every item the source found was skipped, so nothing was downloaded"))
+        #expect(outcome.stdout.contains("no preview URL"), "\(outcome.stdout)")
+        #expect(outcome.stdout.contains("`entity: podcastEpisode`"), "\(outcome.stdout)")
+        #expect(outcome.stdout.contains("`assets: [artwork]`"), "\(outcome.stdout)")
+
+        let albums = try Self.config(scratch, server, media: "music", entity: "album", assets: "[preview]")
+        let other = try CommandRunner.run(["run", albums.path, "--quiet"])
+        #expect(other.stdout.contains("every item the source found was skipped"), "\(other.stdout)")
+        #expect(other.stdout.contains("music: song or musicVideo"), "\(other.stdout)")
+        #expect(!other.stdout.contains("podcastEpisode"))
     }
 }
