@@ -146,7 +146,7 @@ public struct ITunesSource: Source {
                     HTTPRequest(url: url, headers: ["Accept": "application/json, text/javascript"]))
             } catch let error as TransportError {
                 if error.code == .cancelled { throw CancellationError() }
-                throw SourceError("iTunes API call failed: \(error)")
+                throw SourceError("iTunes API call failed: \(error)", cause: error)
             }
             switch response.status {
             case 200:

@@ -155,7 +155,7 @@ public struct DownloadPolicy: Sendable, Hashable {
 
     /// Whether an error is worth another attempt.
     public static func isRetryable(_ error: TransportError) -> Bool {
-        switch error.code {
+        switch error.code.kind {
         case .connectionFailed, .timedOut, .truncated, .other, .changedDuringResume: true
         case .httpStatus(let status): [408, 429, 500, 502, 503, 504].contains(status)
         case .invalidURL, .unsupportedScheme, .tooManyRedirects, .bodyTooLarge, .fileError, .cancelled: false

@@ -114,10 +114,14 @@ public struct StoragePlan: Sendable, Hashable, Codable {
 
 /// A sink could not plan or store a file.
 public struct SinkError: Error, Sendable, CustomStringConvertible {
+    /// What happened and what to do, for a person.
     public var message: String
+    /// The error underneath, when there was one (a transport's, the file system's), for programs that look.
+    public var cause: (any Error & Sendable)?
 
-    public init(_ message: String) {
+    public init(_ message: String, cause: (any Error & Sendable)? = nil) {
         self.message = message
+        self.cause = cause
     }
 
     public var description: String { message }

@@ -28,11 +28,16 @@ public struct ConfigError: Error, Sendable, CustomStringConvertible {
     /// The dotted key path the problem is at, e.g. `source.limit`.
     public var key: String?
     public var message: String
+    /// The error underneath, when there was one (a file that cannot be read), for programs that look.
+    public var cause: (any Error & Sendable)?
 
-    public init(_ message: String, at location: SourceLocation?, key: String? = nil) {
+    public init(
+        _ message: String, at location: SourceLocation?, key: String? = nil, cause: (any Error & Sendable)? = nil
+    ) {
         self.location = location
         self.key = key
         self.message = message
+        self.cause = cause
     }
 
     public var description: String {

@@ -48,21 +48,103 @@ extension Transport {
 
 /// Why a transfer did not succeed.
 public struct TransportError: Error, Sendable, CustomStringConvertible {
-    public enum Code: Sendable, Hashable {
-        case invalidURL
-        case unsupportedScheme(String)
-        case tooManyRedirects(Int)
-        case timedOut
-        case connectionFailed
-        case httpStatus(Int)
-        case truncated(expected: Int64, received: Int64)
-        /// A resume was answered with a range of another version of the file (the server ignored
-        /// `If-Range`): the kept bytes must go.
-        case changedDuringResume
-        case bodyTooLarge(limit: Int64)
-        case fileError
-        case cancelled
-        case other
+    /// What went wrong, as a value that can gain kinds without breaking anyone's code: compare it with `==`
+    /// (`error.code == .timedOut`), or ask it (``statusCode``, ``refusedScheme``), rather than switching over it.
+    public struct Code: Sendable, Hashable, CustomStringConvertible {
+        /// The kinds; internal, so that a new one is no breaking change outside the core.
+        enum Kind: Sendable, Hashable {
+            case invalidURL
+            case unsupportedScheme(String)
+            case tooManyRedirects(Int)
+            case timedOut
+            case connectionFailed
+            case httpStatus(Int)
+            case truncated(expected: Int64, received: Int64)
+            case changedDuringResume
+            case bodyTooLarge(limit: Int64)
+            case fileError
+            case cancelled
+            case other
+        }
+
+        let kind: Kind
+
+        init(_ kind: Kind) {
+            self.kind = kind
+        }
+
+        /// The URL cannot be parsed, or has no host.
+        public static let invalidURL = Code(.invalidURL)
+        /// A URL (or a redirect) to something other than http or https.
+        public static func unsupportedScheme(_ scheme: String) -> Code { Code(.unsupportedScheme(scheme)) }
+        /// More redirects than the transport's limit.
+        public static func tooManyRedirects(_ limit: Int) -> Code { Code(.tooManyRedirects(limit)) }
+        public static let timedOut = Code(.timedOut)
+        public static let connectionFailed = Code(.connectionFailed)
+        /// A status other than 200 or 206 for a download, after redirects.
+        public static func httpStatus(_ status: Int) -> Code { Code(.httpStatus(status)) }
+        /// The body ended before its `Content-Length`.
+        public static func truncated(expected: Int64, received: Int64) -> Code {
+            Code(.truncated(expected: expected, received: received))
+        }
+        /// A resume was answered with a range of another version of the file (the server ignored `If-Range`):
+        /// the kept bytes must go.
+        public static let changedDuringResume = Code(.changedDuringResume)
+        /// The file is larger than the request's `maxBytes` (the download section's max-size).
+        public static func bodyTooLarge(limit: Int64) -> Code { Code(.bodyTooLarge(limit: limit)) }
+        /// The download could not be written to disk.
+        public static let fileError = Code(.fileError)
+        public static let cancelled = Code(.cancelled)
+        /// Anything else the transport's library reported.
+        public static let other = Code(.other)
+
+        /// The HTTP status of an ``httpStatus(_:)``.
+        public var statusCode: Int? {
+            if case .httpStatus(let status) = kind { status } else { nil }
+        }
+
+        /// The scheme of an ``unsupportedScheme(_:)``.
+        public var refusedScheme: String? {
+            if case .unsupportedScheme(let scheme) = kind { scheme } else { nil }
+        }
+
+        /// The limit of a ``tooManyRedirects(_:)``.
+        public var redirectLimit: Int? {
+            if case .tooManyRedirects(let limit) = kind { limit } else { nil }
+        }
+
+        /// What was announced and what arrived, for a ``truncated(expected:received:)``.
+        public var truncation: (expected: Int64, received: Int64)? {
+            if case .truncated(let expected, let received) = kind { (expected, received) } else { nil }
+        }
+
+        /// The limit of a ``bodyTooLarge(limit:)``.
+        public var sizeLimit: Int64? {
+            if case .bodyTooLarge(let limit) = kind { limit } else { nil }
+        }
+
+        /// What happened, for a person.
+        public var description: String {
+            switch kind {
+            case .invalidURL: "not a valid URL"
+            case .unsupportedScheme(let scheme):
+                "refused scheme \"\(scheme)\": only http and https are fetched, redirects included"
+            case .tooManyRedirects(let limit): "more than \(limit) redirects (raise max-redirects if this is expected)"
+            case .timedOut: "timed out (the transport's timeout options allow more if the server is slow)"
+            case .connectionFailed: "could not connect"
+            case .httpStatus(let status): "HTTP \(status)"
+            case .truncated(let expected, let received): "body ended after \(received) of \(expected) bytes"
+            case .changedDuringResume:
+                "the file changed on the server while resuming (a range of another version came back)"
+            case .bodyTooLarge(let limit):
+                // A download's limit is the download section's max-size, and a user who hits it needs its name.
+                "larger than the limit of \(limit) bytes (\(TransportError.megabytes(limit)), download.max-size: "
+                    + "raise it, or set it to none for no limit)"
+            case .fileError: "could not write the download to disk"
+            case .cancelled: "cancelled"
+            case .other: "transfer failed"
+            }
+        }
     }
 
     public var code: Code
@@ -71,44 +153,25 @@ public struct TransportError: Error, Sendable, CustomStringConvertible {
     public var detail: String?
     /// The response's headers, for an ``Code/httpStatus(_:)`` (a 416's `Content-Range`, a 429's `Retry-After`).
     public var headers: HTTPHeaders?
+    /// The error underneath, when there was one (a file system error, the library's own).
+    public var cause: (any Error & Sendable)?
 
-    public init(_ code: Code, url: URL?, detail: String? = nil, headers: HTTPHeaders? = nil) {
+    public init(
+        _ code: Code, url: URL?, detail: String? = nil, headers: HTTPHeaders? = nil,
+        cause: (any Error & Sendable)? = nil
+    ) {
         self.code = code
         self.url = url
         self.detail = detail
         self.headers = headers
+        self.cause = cause
     }
 
     /// The HTTP status, when the error is one.
-    public var status: Int? {
-        if case .httpStatus(let status) = code { status } else { nil }
-    }
+    public var status: Int? { code.statusCode }
 
     public var description: String {
-        let what: String
-        switch code {
-        case .invalidURL: what = "not a valid URL"
-        case .unsupportedScheme(let scheme):
-            what = "refused scheme \"\(scheme)\": only http and https are fetched, redirects included"
-        case .tooManyRedirects(let limit):
-            what = "more than \(limit) redirects (raise max-redirects if this is expected)"
-        case .timedOut: what = "timed out (the transport's timeout options allow more if the server is slow)"
-        case .connectionFailed: what = "could not connect"
-        case .httpStatus(let status): what = "HTTP \(status)"
-        case .truncated(let expected, let received):
-            what = "body ended after \(received) of \(expected) bytes"
-        case .changedDuringResume:
-            what = "the file changed on the server while resuming (a range of another version came back)"
-        case .bodyTooLarge(let limit):
-            // A download's limit is the download section's max-size, and a user who hits it needs its name.
-            what =
-                "larger than the limit of \(limit) bytes (\(Self.megabytes(limit)), download.max-size: raise it, "
-                + "or set it to none for no limit)"
-        case .fileError: what = "could not write the download to disk"
-        case .cancelled: what = "cancelled"
-        case .other: what = "transfer failed"
-        }
-        var text = url.map { "\($0.absoluteString): \(what)" } ?? what
+        var text = url.map { "\($0.absoluteString): \(code)" } ?? code.description
         if let detail, !detail.isEmpty { text += " (\(detail))" }
         return text
     }
