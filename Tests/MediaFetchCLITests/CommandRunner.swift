@@ -117,6 +117,19 @@ struct CommandRunner {
         return try tree(folder)
     }
 
+    /// The size of the file at `url`.
+    static func size(of url: URL) throws -> Int64 {
+        Int64(try url.resourceValues(forKeys: [.fileSizeKey]).fileSize ?? 0)
+    }
+
+    /// Bytes of every plain file under `root`.
+    static func bytes(under root: URL) throws -> Int64 {
+        let walker = FileManager.default.enumerator(at: root, includingPropertiesForKeys: [.fileSizeKey])
+        var total: Int64 = 0
+        while let url = walker?.nextObject() as? URL { total += try size(of: url) }
+        return total
+    }
+
     /// Every regular file under `root`, by relative path.
     static func tree(_ root: URL) throws -> [String: Data] {
         var files: [String: Data] = [:]
