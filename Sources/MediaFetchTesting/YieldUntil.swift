@@ -5,12 +5,3 @@ public func yield(until condition: () -> Bool, atMost limit: Duration = .seconds
     let deadline = ContinuousClock.now + limit
     while !condition() && ContinuousClock.now < deadline { await Task.yield() }
 }
-
-/// ``yield(until:atMost:)`` for a state another process reaches over seconds (a child run's progress): it
-/// looks every `interval` instead of spinning, so the cores stay with the work being waited for.
-public func yield(until condition: () -> Bool, every interval: Duration, atMost limit: Duration = .seconds(30)) async {
-    let deadline = ContinuousClock.now + limit
-    while !condition() && ContinuousClock.now < deadline {
-        guard (try? await Task.sleep(for: interval)) != nil else { return }
-    }
-}

@@ -78,6 +78,14 @@ struct CommandRunner {
         try Child(arguments, in: directory, environment: environment, executable: executable).wait()
     }
 
+    /// Blocks until `condition` holds or `limit` has passed, looking every 10 ms: for a state a child process
+    /// reaches (bytes it has fetched). It holds the calling thread rather than awaiting a sleep, so a task pool
+    /// busy with other suites cannot resume it only after the child is done. The caller checks the condition.
+    static func wait(until condition: () -> Bool, atMost limit: Duration = .seconds(60)) {
+        let deadline = ContinuousClock.now + limit
+        while !condition() && ContinuousClock.now < deadline { usleep(10_000) }
+    }
+
     /// What a shell pipeline printed (it must succeed).
     static func shell(_ command: String) throws -> String {
         let outcome = try run(["sh", "-c", command], executable: URL(fileURLWithPath: "/usr/bin/env"))

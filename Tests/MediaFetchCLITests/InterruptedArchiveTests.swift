@@ -13,7 +13,7 @@ struct InterruptedArchiveTests {
     }
 
     @Test(arguments: [SIGKILL, SIGINT])
-    func anInterruptedTarRunKeepsItsDownloadsForTheRerun(signal: Int32) async throws {
+    func anInterruptedTarRunKeepsItsDownloadsForTheRerun(signal: Int32) throws {
         let server = try MockCatalogServer()
         let scratch = try CommandRunner.temporaryDirectory()
         defer { try? FileManager.default.removeItem(at: scratch) }
@@ -34,9 +34,7 @@ struct InterruptedArchiveTests {
         // Eight transfers at 1 MB/s each: about 2.5 s for the collection, so the signal lands mid-run.
         server.setFaultHook { $0.path.hasPrefix("/itunes-assets/") ? .drip(bytesPerSecond: 1_000_000) : nil }
         let child = try CommandRunner.start(arguments)
-        await yield(
-            until: { server.bytesServed >= total / 2 || !child.process.isRunning }, every: .milliseconds(10),
-            atMost: .seconds(60))
+        CommandRunner.wait(until: { server.bytesServed >= total / 2 || !child.process.isRunning })
         let servedAtSignal = server.bytesServed
         #expect(servedAtSignal >= total / 2 && servedAtSignal < total, "\(servedAtSignal) of \(total)")
         kill(child.process.processIdentifier, signal)
