@@ -3,6 +3,7 @@ import FoundationTransport
 import ITunesSource
 import MediaFetchCore
 import MediaFetchTesting
+import Synchronization
 import Testing
 
 @testable import ArchiveSink
@@ -10,6 +11,34 @@ import Testing
 #if canImport(Glibc)
     import Glibc
 #endif
+
+/// Cancels a run from its own event handler once it has reported `afterStores` stores: a test task waiting for
+/// them could be resumed late by a pool busy with other suites, after the run had ended.
+final class Canceller: Sendable {
+    private let state = Mutex<(run: Task<RunSummary, Never>?, stores: Int)>((nil, 0))
+    private let limit: Int
+
+    init(afterStores limit: Int) {
+        self.limit = limit
+    }
+
+    func stored() {
+        let run = state.withLock { state in
+            state.stores += 1
+            return state.stores == limit ? state.run : nil
+        }
+        run?.cancel()
+    }
+
+    /// The run to cancel; cancelled at once if its stores came first.
+    func watch(_ run: Task<RunSummary, Never>) {
+        let due = state.withLock { state in
+            state.run = run
+            return state.stores >= limit
+        }
+        if due { run.cancel() }
+    }
+}
 
 /// An archive is committed only when its run ends; a run cut off before then keeps its checked downloads, so
 /// the re-run fetches only what had not arrived, and the archive still holds every preview once.
@@ -56,17 +85,12 @@ struct ArchiveResumeTests {
         func runAndCancelHalfway() async throws -> RunSummary {
             server.setFaultHook { $0.path.hasPrefix("/itunes-assets/") ? .drip(bytesPerSecond: 1_000_000) : nil }
             defer { server.setFaultHook(nil) }
-            let (stores, feed) = AsyncStream.makeStream(of: Void.self)
+            let canceller = Canceller(afterStores: songs.count / 2)
             let pipeline = try pipeline { event in
-                if case .stored = event { feed.yield() }
+                if case .stored = event { canceller.stored() }
             }
             let run = Task { await pipeline.run() }
-            var stored = 0
-            for await _ in stores {
-                stored += 1
-                if stored >= songs.count / 2 { break }
-            }
-            run.cancel()
+            canceller.watch(run)
             return await run.value
         }
 
