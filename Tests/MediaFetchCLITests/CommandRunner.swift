@@ -7,6 +7,8 @@ struct CommandRunner {
         var status: Int32
         var stdout: String
         var stderr: String
+        /// True when a signal ended the process (`status` is then its number).
+        var signalled = false
     }
 
     /// The package's top folder, where `config/demo.yaml` lives.
@@ -58,7 +60,8 @@ struct CommandRunner {
             return Outcome(
                 status: process.terminationStatus,
                 stdout: String(decoding: try Data(contentsOf: scratch.appendingPathComponent("stdout")), as: UTF8.self),
-                stderr: String(decoding: try Data(contentsOf: scratch.appendingPathComponent("stderr")), as: UTF8.self))
+                stderr: String(decoding: try Data(contentsOf: scratch.appendingPathComponent("stderr")), as: UTF8.self),
+                signalled: process.terminationReason == .uncaughtSignal)
         }
     }
 
@@ -78,12 +81,29 @@ struct CommandRunner {
         try Child(arguments, in: directory, environment: environment, executable: executable).wait()
     }
 
-    /// Blocks until `condition` holds or `limit` has passed, looking every 10 ms: for a state a child process
-    /// reaches (bytes it has fetched). It holds the calling thread rather than awaiting a sleep, so a task pool
-    /// busy with other suites cannot resume it only after the child is done. The caller checks the condition.
-    static func wait(until condition: () -> Bool, atMost limit: Duration = .seconds(60)) {
-        let deadline = ContinuousClock.now + limit
-        while !condition() && ContinuousClock.now < deadline { usleep(10_000) }
+    /// Runs `mediafetch` with `arguments` on a thread of its own and waits for it; with a `signal`, sends it
+    /// that once `condition` holds (looked at every 10 ms, for at most `limit`; the caller checks it again).
+    /// The test's task awaits meanwhile instead of blocking: the task pool has as many threads as cores (two
+    /// here), and while tests blocked in child runs held them, other suites' timed waits ran out. The moment of
+    /// the signal so does not depend on when that pool resumes the test either.
+    static func runOnItsOwnThread(
+        _ arguments: [String], signal: Int32? = nil, when condition: @escaping @Sendable () -> Bool = { true },
+        atMost limit: Duration = .seconds(60)
+    ) async throws -> Outcome {
+        try await withCheckedThrowingContinuation { continuation in
+            Thread.detachNewThread {
+                continuation.resume(
+                    with: Result {
+                        let child = try Child(arguments, in: packageRoot, environment: [:])
+                        if let signal {
+                            let deadline = ContinuousClock.now + limit
+                            while !condition() && ContinuousClock.now < deadline { usleep(10_000) }
+                            kill(child.process.processIdentifier, signal)
+                        }
+                        return try child.wait()
+                    })
+            }
+        }
     }
 
     /// What a shell pipeline printed (it must succeed).

@@ -1,6 +1,7 @@
 import Foundation
 import MediaFetchCore
 import MediaFetchTesting
+import Synchronization
 import Testing
 
 /// A tar run over a throttled server, stopped once about half the collection's bytes have gone out (`kill -9`,
@@ -13,7 +14,7 @@ struct InterruptedArchiveTests {
     }
 
     @Test(arguments: [SIGKILL, SIGINT])
-    func anInterruptedTarRunKeepsItsDownloadsForTheRerun(signal: Int32) throws {
+    func anInterruptedTarRunKeepsItsDownloadsForTheRerun(signal: Int32) async throws {
         let server = try MockCatalogServer()
         let scratch = try CommandRunner.temporaryDirectory()
         defer { try? FileManager.default.removeItem(at: scratch) }
@@ -33,16 +34,18 @@ struct InterruptedArchiveTests {
 
         // Eight transfers at 1 MB/s each: about 2.5 s for the collection, so the signal lands mid-run.
         server.setFaultHook { $0.path.hasPrefix("/itunes-assets/") ? .drip(bytesPerSecond: 1_000_000) : nil }
-        let child = try CommandRunner.start(arguments)
-        CommandRunner.wait(until: { server.bytesServed >= total / 2 || !child.process.isRunning })
-        let servedAtSignal = server.bytesServed
-        #expect(servedAtSignal >= total / 2 && servedAtSignal < total, "\(servedAtSignal) of \(total)")
-        kill(child.process.processIdentifier, signal)
-        let cut = try child.wait()
+        let servedAtSignal = Mutex<Int64>(0)
+        let cut = try await CommandRunner.runOnItsOwnThread(arguments, signal: signal) {
+            let served = server.bytesServed
+            servedAtSignal.withLock { $0 = served }
+            return served >= total / 2
+        }
+        let served = servedAtSignal.withLock { $0 }
+        #expect(served >= total / 2 && served < total, "signalled at \(served) of \(total)")
         if signal == SIGKILL {
-            #expect(child.process.terminationReason == .uncaughtSignal)
+            #expect(cut.signalled && cut.status == SIGKILL)
         } else {
-            #expect(cut.status == 130, "\(cut.stdout)\(cut.stderr)")
+            #expect(!cut.signalled && cut.status == 130, "\(cut.stdout)\(cut.stderr)")
         }
         // Nothing was committed, and the downloads are still in the state folder.
         #expect(!FileManager.default.fileExists(atPath: archive.path))
@@ -51,7 +54,7 @@ struct InterruptedArchiveTests {
 
         server.setFaultHook(nil)
         server.resetLog()
-        let rerun = try CommandRunner.run(arguments)
+        let rerun = try await CommandRunner.runOnItsOwnThread(arguments)
         #expect(rerun.status == 0, "\(rerun.stdout)\(rerun.stderr)")
         let summary = try JSONDecoder().decode(Report.self, from: Data(rerun.stdout.utf8)).summary
         #expect(summary.stored == count)
