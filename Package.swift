@@ -128,6 +128,7 @@ let package = Package(
             name: "ResumeTests",
             dependencies: [
                 "MediaFetchCore", "MediaFetchTesting", "ITunesSource", "FoundationTransport", "DirectorySink",
+                "ArchiveSink",
             ],
             swiftSettings: strict
         ),

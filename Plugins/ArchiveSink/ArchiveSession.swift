@@ -48,7 +48,7 @@ final class ArchiveSession {
 
     // MARK: - Commands
 
-    /// Writes `file` as the entry `name` and deletes it.
+    /// Writes `file` as the entry `name`; the file stays (the pipeline keeps it until the archive is committed).
     func store(_ file: StagedFile, as name: String, modified: Date) throws(SinkError) {
         if let failure { throw SinkError("the archive \(path.path) was given up earlier: \(failure)") }
         guard !written.contains(name) else { throw SinkError("\(name) is already in the archive") }
@@ -90,8 +90,6 @@ final class ArchiveSession {
             unsent = 0
             _ = mf_start_write_out(output)
         }
-        // The bytes are in the archive stream now; the staged copy is ours to delete.
-        _ = unlink(file.url.path)
     }
 
     /// Whether the previous archive at ``path`` holds a regular entry `name` of `size` bytes; if so it is

@@ -15,7 +15,9 @@ extension ArchiveSink {
                     default: .path("previews.tar"),
                     doc: "The archive file. A relative path is relative to the config file's folder. The run writes "
                         + "<path>.partial-<pid>-<n> beside it and renames that over <path> only when complete, so "
-                        + "<path> is always the previous complete archive or the new one."
+                        + "<path> is always the previous complete archive or the new one. Until then each download "
+                        + "is also kept in the state directory (as much disk again), so that a run stopped early "
+                        + "loses none: the next one stores them without fetching them again."
                 ),
                 OptionSpec(
                     "format",

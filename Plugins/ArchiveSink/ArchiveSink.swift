@@ -8,19 +8,29 @@ import Synchronization
 /// * Names: ``LayoutTemplate/render(_:asset:)`` (made safe by ``SafeName``) and a ``NameReserver`` in plan
 ///   order, the same code as the directory sink; `manifest.json` and `playlist.m3u8` are reserved.
 /// * ``store(_:as:)`` may be called concurrently; each file is streamed into its entry in 1 MiB pieces by the
-///   archive's single owner thread, then deleted. It returns once the entry is written; it answers the entry
-///   name (= the plan's relative path).
+///   archive's single owner thread. It returns once the entry is written; it answers the entry name (= the
+///   plan's relative path). The file is only read: ``commitsEachStore`` is false, so the pipeline keeps it
+///   until ``finish()`` has committed the archive, and deletes it then.
 /// * The archive is written as `<path>.partial-<pid>-<n>` and renamed over `path` by ``finish()`` once
 ///   complete and flushed, so `path` always holds the previous complete archive or the new one; a killed
-///   run's partial file is deleted by the next run. ``commitsEachStore`` is false.
+///   run's partial file is deleted by the next run.
 /// * ``keep(_:stored:)`` answers true when the previous archive at `path` holds the entry with the recorded
 ///   size; ``finish()`` then copies those entries (header and data, streamed) into the new archive after
 ///   this run's stores, in the previous archive's order, so every item is in it exactly once.
 /// * ``finish()`` after an interruption (called from a cancelled task, as the pipeline does) discards the new
-///   archive and keeps the previous one, and throws: nothing of the interrupted run is committed, and the
-///   next run fetches again what it stored.
+///   archive and keeps the previous one, and throws: nothing of the interrupted run is committed. Its
+///   downloads are not lost: they are still in the pipeline's staging folder, and the next run stores them
+///   from there without fetching them again.
 /// * A write error mid-entry gives up the whole archive: later stores fail, ``finish()`` deletes the
 ///   temporary file and throws. A corrupt file never reaches `path`.
+///
+/// Why an interrupted run's work survives as kept downloads rather than as an archive committed in parts:
+/// parts would mean either several archives where the user asked for one, or growing the committed archive in
+/// place, which a tar's end blocks, a compressed stream and a zip's central directory all resist, and where a
+/// kill during an append leaves `path` corrupt unless each part first copies the whole archive. Keeping the
+/// files works alike for every format and filter, keeps the single atomic rename, and asks nothing of a killed
+/// run's partial archive (it is deleted). The price is disk while a run writes: the kept files hold as much
+/// again as the new entries, until ``finish()`` commits and the pipeline deletes them.
 public final class ArchiveSink: Sink {
     public let configuration: ArchiveSinkConfiguration
     private let owner: ArchiveOwner
@@ -63,7 +73,7 @@ public final class ArchiveSink: Sink {
         return plan
     }
 
-    /// Writes `file` into the archive as `plan.relativePath` and deletes it.
+    /// Writes `file` into the archive as `plan.relativePath`; the file is left as it was (see the type's doc).
     /// - Returns: the entry name, `plan.relativePath`.
     /// - Throws: ``SinkError`` naming the item; the file is then not in the archive.
     public func store(_ file: StagedFile, as plan: StoragePlan) async throws -> String {
@@ -102,7 +112,8 @@ public final class ArchiveSink: Sink {
             _ = try? await owner.perform { $0.abandon() }
             throw SinkError(
                 "interrupted, so the archive \(configuration.path.path) was left as it was (an archive is "
-                    + "replaced only by a complete one); the next run fetches what this one did not keep"
+                    + "replaced only by a complete one); the next run stores what this one downloaded without "
+                    + "fetching it again"
             )
         }
         do {

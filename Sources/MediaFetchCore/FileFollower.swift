@@ -37,6 +37,13 @@ final class FileFollower {
         return follower.finish()
     }
 
+    /// The SHA-256 of the whole file as it is now (a download an earlier run kept).
+    static func digest(of url: URL) throws -> String {
+        let follower = FileFollower(url)
+        try follower.advance(to: try Pipeline.fileSize(url))
+        return follower.finish()
+    }
+
     private func advance(to end: Int64) throws {
         guard end > hashed else { return }
         if descriptor < 0 {

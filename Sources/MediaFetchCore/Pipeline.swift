@@ -4,6 +4,13 @@ import Synchronization
 /// Runs one pipeline: the source's items are planned by the sink in source order, checked against
 /// the ledger, downloaded by a bounded number of workers into staging files (resuming what an
 /// earlier run left), verified, stored, and recorded.
+///
+/// A sink that commits only at its ``Sink/finish()`` (an archive, ``Sink/commitsEachStore`` false) leaves each
+/// staging file in place: the pipeline records it verified in the ledger before the store, keeps it until the
+/// finish has committed, records it stored and only then deletes it. A run interrupted before the commit (Ctrl-C,
+/// `kill -9`, a failed finish) so keeps every checked download, and the next run stores those again from their
+/// kept files without a request (``Ledger/verified(_:size:sha256:)``). The price is disk: until the commit, the
+/// kept files take as much again as the files stored in this run.
 public struct Pipeline: Sendable {
     public struct Options: Sendable {
         /// How many downloads run at once.
@@ -87,7 +94,10 @@ public struct Pipeline: Sendable {
         do {
             try await sink.finish()
             // Only now are an archive's files durable, so only now does the ledger say so.
-            for (key, record) in run.takeUncommitted() { options.ledger?.stored(key, record) }
+            let committed = run.takeUncommitted()
+            for store in committed { options.ledger?.stored(store.key, store.record) }
+            // The kept files go once the ledger says stored: a crash before that stores them again from them.
+            if !sink.commitsEachStore, run.flushLedger(force: true) { removeKeptFiles(committed.map(\.keptAt)) }
         } catch {
             run.tally.withLock { summary in
                 summary.sinkError = String(describing: error)
@@ -97,6 +107,10 @@ public struct Pipeline: Sendable {
                     summary.bytes = 0
                 }
             }
+        }
+        if options.ledger == nil {
+            // Nothing remembers kept files for a next run: they are of no use once the sink is done.
+            for store in run.takeUncommitted() { _ = unlink(store.keptAt) }
         }
         await transport.shutdown()
         run.flushLedger(force: true)
@@ -250,6 +264,11 @@ public struct Pipeline: Sendable {
             inFolder: run.stagingFolder, source: options.sourceName, itemID: job.item.id, asset: job.asset)
         let ledger = options.ledger
         let policy = options.policy
+        if let entry = job.entry, entry.status == .verified, !Task.isCancelled,
+            await storeKept(job, entry, staging: staging, path: stagingPath, run)
+        {
+            return
+        }
         // Stopped before its turn came (a slot freed by the stop itself may still reach it): nothing was
         // started, so nothing is paused either. Failures may also have used up the budget meanwhile.
         guard (try? await run.underWay.acquire()) != nil else { return }
@@ -307,9 +326,7 @@ public struct Pipeline: Sendable {
                 // A store (waiting on the disk, when durable) lets the next download get under way.
                 run.underWay.release()
                 underWay = false
-                let location = try await sink.store(staged, as: job.plan)
-                let record = StoredRecord(location: location, size: size, sha256: staged.sha256)
-                if sink.commitsEachStore { ledger?.stored(job.key, record) } else { run.deferStored(job.key, record) }
+                let location = try await store(job, staged, keptAt: stagingPath, verifiedBefore: false, run)
                 run.transferred(transferred + result.transferred)
                 run.report(.stored(ref, asset: job.asset, location: location, bytes: size))
                 return
@@ -375,6 +392,79 @@ public struct Pipeline: Sendable {
                 return
             }
         }
+    }
+
+    /// Hands a checked file to the sink and records it: stored at once when the sink commits each store; else
+    /// verified first (unless an earlier run recorded that already), and stored after the sink's finish(), the
+    /// file left at `keptAt` until then.
+    /// - Returns: what the sink answered.
+    private func store(
+        _ job: Job, _ staged: StagedFile, keptAt path: String, verifiedBefore: Bool, _ run: RunState
+    ) async throws -> String {
+        let ledger = options.ledger
+        if !sink.commitsEachStore && !verifiedBefore {
+            ledger?.verified(job.key, size: staged.size, sha256: staged.sha256)
+        }
+        let location = try await sink.store(staged, as: job.plan)
+        let record = StoredRecord(location: location, size: staged.size, sha256: staged.sha256)
+        if sink.commitsEachStore {
+            ledger?.stored(job.key, record)
+        } else {
+            run.deferStored(job.key, record, keptAt: path)
+        }
+        return location
+    }
+
+    /// Stores the file an earlier run downloaded, checked and kept for a sink that did not commit it (see the
+    /// type's doc), without a request: when it is still there with the size, and the SHA-256 when one was
+    /// recorded, that the ledger says, for the same URL. A file that no longer matches is deleted.
+    /// - Returns: false when the item must be fetched as usual.
+    private func storeKept(_ job: Job, _ entry: LedgerEntry, staging: URL, path: String, _ run: RunState) async -> Bool
+    {
+        var info = stat()
+        guard stat(path, &info) == 0 else { return false }
+        let size = Int64(info.st_size)
+        var sha256 = entry.sha256
+        var matches = entry.url == job.url.absoluteString && size == entry.receivedBytes
+        if matches && (sha256 != nil || options.policy.computesDigests || sink.needsDigests) {
+            // Read again: the bytes go into the sink under this digest, and a file changed since must not.
+            let digest = try? FileFollower.digest(of: staging)
+            matches = digest != nil && (sha256 == nil || digest == sha256)
+            sha256 = digest
+        }
+        guard matches else {
+            _ = unlink(path)
+            return false
+        }
+        let ref = job.item.ref
+        run.report(.itemStarted(ref, asset: job.asset, url: job.url, resumeFrom: size))
+        // The modification time is when its last byte arrived; the URL after redirects was not recorded.
+        let finished = Date(timeIntervalSince1970: Double(info.st_mtim.tv_sec))
+        let staged = StagedFile(url: staging, size: size, sha256: sha256, sourceURL: job.url, downloadedAt: finished)
+        do {
+            let location = try await store(job, staged, keptAt: path, verifiedBefore: true, run)
+            run.report(.stored(ref, asset: job.asset, location: location, bytes: size))
+        } catch {
+            if Task.isCancelled { return true }
+            let reason = String(describing: error)
+            options.ledger?.failed(job.key, reason: reason, receivedBytes: size)
+            run.report(.failed(ref, url: job.url, reason: reason))
+        }
+        return true
+    }
+
+    /// Deletes the files kept for the sink once it has committed them: `paths`, this run's, and those of items
+    /// the ledger records as stored, which a run killed between its commit and this clean-up left (looked for
+    /// only when the staging folder holds files at all).
+    private func removeKeptFiles(_ paths: [String]) {
+        for path in paths { _ = unlink(path) }
+        let left = Self.partialFiles(in: options.stagingDirectory)
+        guard !left.isEmpty, let entries = try? options.ledger?.entries(source: options.sourceName) else { return }
+        let stored = Set(
+            entries.values.lazy.filter { $0.status == .stored }.map {
+                Self.stagingName(source: $0.key.source, itemID: $0.key.itemID, asset: $0.key.asset)
+            })
+        for file in left where stored.contains(file.lastPathComponent) { _ = unlink(file.path) }
     }
 
     /// The run stopped while `job` was under way: its bytes stay for the next run to resume from.
@@ -593,13 +683,20 @@ public struct Pipeline: Sendable {
     }
 }
 
+/// A store an archive sink has not committed yet, and where its file is kept until it has.
+private struct UncommittedStore: Sendable {
+    var key: LedgerKey
+    var record: StoredRecord
+    var keptAt: String
+}
+
 /// What the workers of one run share: the tally, the events, the ledger's batching, and the
 /// stores an archive sink has not committed yet.
 private final class RunState: Sendable {
     let ledger: Ledger?
     let events: @Sendable (PipelineEvent) -> Void
     let tally = Mutex(RunSummary())
-    private let uncommitted = Mutex<[(LedgerKey, StoredRecord)]>([])
+    private let uncommitted = Mutex<[UncommittedStore]>([])
     private let stopped = Mutex<String?>(nil)
     private let ledgerTrouble = Mutex(false)
     /// The transfer slots: `concurrency` downloads move bytes at once.
@@ -660,11 +757,11 @@ private final class RunState: Sendable {
         tally.withLock { $0.bytesTransferred += bytes }
     }
 
-    func deferStored(_ key: LedgerKey, _ record: StoredRecord) {
-        uncommitted.withLock { $0.append((key, record)) }
+    func deferStored(_ key: LedgerKey, _ record: StoredRecord, keptAt path: String) {
+        uncommitted.withLock { $0.append(UncommittedStore(key: key, record: record, keptAt: path)) }
     }
 
-    func takeUncommitted() -> [(LedgerKey, StoredRecord)] {
+    func takeUncommitted() -> [UncommittedStore] {
         uncommitted.withLock { pending in
             defer { pending.removeAll() }
             return pending
@@ -673,10 +770,13 @@ private final class RunState: Sendable {
 
     /// Commits the ledger's batch when due (or now). A ledger that cannot be written costs only
     /// re-fetching next time, so the run goes on and says so once.
-    func flushLedger(force: Bool = false) {
-        guard let ledger else { return }
+    /// - Returns: false when the ledger could not be written.
+    @discardableResult
+    func flushLedger(force: Bool = false) -> Bool {
+        guard let ledger else { return true }
         do {
             if force { try ledger.flush() } else { try ledger.flushIfDue() }
+            return true
         } catch {
             let first = ledgerTrouble.withLock { seen in
                 defer { seen = true }
@@ -686,6 +786,7 @@ private final class RunState: Sendable {
                 events(
                     .notice("the ledger could not be written (\(error)); this run's progress will not be remembered"))
             }
+            return false
         }
     }
 }

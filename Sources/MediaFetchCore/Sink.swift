@@ -12,7 +12,10 @@ import Foundation
 /// * Nothing is ever written outside the sink's root, whatever the item's metadata says.
 /// * ``finish()`` is called once at the end of the run, also after an interruption.
 /// * A sink whose stores are durable only once ``finish()`` returns (an archive) says so with
-///   ``commitsEachStore``, so that the ledger records its items as stored only then.
+///   ``commitsEachStore``, so that the ledger records its items as stored only then. Such a sink must
+///   leave each file it is given where it is and unchanged (it may read it until ``finish()`` returns):
+///   the pipeline keeps it until the commit, so that a run interrupted before then loses no download,
+///   and deletes it after.
 public protocol Sink: Sendable {
     /// Which files of each item the sink wants, in order. Default: the preview.
     var assets: [AssetKind] { get }
@@ -26,14 +29,18 @@ public protocol Sink: Sendable {
     var needsDigests: Bool { get }
 
     /// True when a file is safely stored once ``store(_:as:)`` returns; false when only
-    /// ``finish()`` makes the run's files durable. Default: true.
+    /// ``finish()`` makes the run's files durable. False also means that ``store(_:as:)`` must not move,
+    /// delete or change the file it is given: it is the pipeline's copy until ``finish()`` commits.
+    /// Default: true.
     var commitsEachStore: Bool { get }
 
     /// Decides where an asset will be stored.
     /// - Throws: ``SinkError`` when no safe name can be made.
     func plan(_ item: MediaItem, asset: AssetKind) async throws -> StoragePlan
 
-    /// Stores `file`, which the sink may move or delete: it is the sink's from now on.
+    /// Stores `file`. A sink that ``commitsEachStore`` may move or delete it: it is the sink's from now
+    /// on. Any other sink must only read it: the file stays the pipeline's, kept until ``finish()`` has
+    /// committed, so that a run interrupted before then stores it again from there without fetching it.
     /// - Returns: where the file now is, for messages and the ledger.
     /// - Throws: ``SinkError`` when it could not be stored; nothing was then stored.
     func store(_ file: StagedFile, as plan: StoragePlan) async throws -> String

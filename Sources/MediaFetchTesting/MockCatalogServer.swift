@@ -76,7 +76,12 @@ public final class MockCatalogServer: Sendable {
     /// How many connections were accepted since start or the last ``resetLog()``.
     public var connectionsAccepted: Int { core.connectionsAccepted }
 
-    /// Forgets logged requests and sets the connection count to zero. Connection numbers in later requests
+    /// Response body bytes (files, ranges of them, API answers; not headers) sent since start or the last
+    /// ``resetLog()``, whether or not the client read them. Each piece is counted as it is handed to the socket,
+    /// so a client that went away may be counted for up to 64 KiB per connection it never received.
+    public var bytesServed: Int64 { core.bytesServed }
+
+    /// Forgets logged requests and sets the connection count and ``bytesServed`` to zero. Connection numbers in later requests
     /// start again from 1 only for connections accepted after the reset.
     public func resetLog() {
         core.resetLog()

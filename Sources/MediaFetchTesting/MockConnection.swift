@@ -321,14 +321,18 @@ final class MockConnection {
         let started = DispatchTime.now().uptimeNanoseconds
         let slice = plan.bytesPerSecond.map { max(1, min(Self.chunkSize, $0 / 20)) } ?? Self.chunkSize
         while sent < allowed || pending > 0 {
+            var bodyBytes = 0
             if let body, sent < allowed {
                 let room = min(slice, Self.chunkSize - pending, Int(allowed - sent))
                 let target = UnsafeMutableRawBufferPointer(rebasing: chunk[pending..<(pending + room)])
                 let filled = body.fill(target, from: range.lowerBound + sent)
                 pending += filled
                 sent += Int64(filled)
+                bodyBytes = filled
                 if filled == 0 { break }
             }
+            // Counted before the send, so that a client that has read them never sees an older count.
+            core.served(bodyBytes)
             guard sendAll(UnsafeRawBufferPointer(rebasing: chunk[0..<pending])) else { return .close }
             pending = 0
             if let rate = plan.bytesPerSecond, sent < allowed {

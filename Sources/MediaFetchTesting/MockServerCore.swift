@@ -22,6 +22,8 @@ final class MockServerCore: Sendable {
     /// Left once the server has fully stopped.
     private let stoppedGroup = DispatchGroup()
     private let state = Mutex(State())
+    /// Body bytes handed to the kernel since start or the last reset (see ``MockCatalogServer/bytesServed``).
+    private let bodyBytesServed = Atomic<Int64>(0)
 
     private struct State: Sendable {
         var requests: [MockRequest] = []
@@ -98,11 +100,19 @@ final class MockServerCore: Sendable {
     var requests: [MockRequest] { state.withLock { $0.requests } }
     var connectionsAccepted: Int { state.withLock { $0.connectionsAccepted } }
 
+    var bytesServed: Int64 { bodyBytesServed.load(ordering: .relaxed) }
+
     func resetLog() {
         state.withLock {
             $0.requests.removeAll()
             $0.connectionsAccepted = 0
         }
+        bodyBytesServed.store(0, ordering: .relaxed)
+    }
+
+    /// Counts body bytes a connection is sending.
+    func served(_ count: Int) {
+        if count > 0 { bodyBytesServed.add(Int64(count), ordering: .relaxed) }
     }
 
     func setFaultHook(_ hook: (@Sendable (MockRequest) -> MockFault?)?) {

@@ -134,6 +134,19 @@ struct ArchiveRunTests {
         #expect(!FileManager.default.fileExists(atPath: fixture.archive.path))
     }
 
+    /// The sink commits only at finish(), so the staged file stays the pipeline's: read, never moved or changed.
+    @Test func aStoreLeavesTheStagedFileAsItWas() async throws {
+        let fixture = try ArchiveFixture()
+        let sink = try fixture.sink()
+        #expect(sink.commitsEachStore == false)
+        let plan = try await sink.plan(song("1", title: "Kept"), asset: .preview)
+        let staged = try fixture.staged(bytes(1))
+        _ = try await sink.store(staged, as: plan)
+        try await sink.finish()
+        #expect(try Data(contentsOf: staged.url) == bytes(1))
+        #expect(try songEntries(fixture) == [plan.relativePath: bytes(1)])
+    }
+
     @Test func aStagedFileOfTheWrongSizeIsRefusedAndTheArchiveStaysValid() async throws {
         let fixture = try ArchiveFixture()
         let sink = try fixture.sink()

@@ -8,6 +8,8 @@ struct CommandRunner {
         var status: Int32
         var stdout: String
         var stderr: String
+        /// True when a signal ended the process (`status` is then its number).
+        var signalled = false
     }
 
     /// The package's top folder, where `config/demo.yaml` lives.
@@ -59,7 +61,8 @@ struct CommandRunner {
             return Outcome(
                 status: process.terminationStatus,
                 stdout: String(decoding: try Data(contentsOf: scratch.appendingPathComponent("stdout")), as: UTF8.self),
-                stderr: String(decoding: try Data(contentsOf: scratch.appendingPathComponent("stderr")), as: UTF8.self))
+                stderr: String(decoding: try Data(contentsOf: scratch.appendingPathComponent("stderr")), as: UTF8.self),
+                signalled: process.terminationReason == .uncaughtSignal)
         }
     }
 
@@ -77,6 +80,31 @@ struct CommandRunner {
         executable: URL? = nil
     ) throws -> Outcome {
         try Child(arguments, in: directory, environment: environment, executable: executable).wait()
+    }
+
+    /// Runs `mediafetch` with `arguments` on a thread of its own and waits for it; with a `signal`, sends it
+    /// that once `condition` holds (looked at every 10 ms, for at most `limit`; the caller checks it again).
+    /// The test's task awaits meanwhile instead of blocking: the task pool has as many threads as cores (two
+    /// here), and while tests blocked in child runs held them, other suites' timed waits ran out. The moment of
+    /// the signal so does not depend on when that pool resumes the test either.
+    static func runOnItsOwnThread(
+        _ arguments: [String], signal: Int32? = nil, when condition: @escaping @Sendable () -> Bool = { true },
+        atMost limit: Duration = .seconds(60)
+    ) async throws -> Outcome {
+        try await withCheckedThrowingContinuation { continuation in
+            Thread.detachNewThread {
+                continuation.resume(
+                    with: Result {
+                        let child = try Child(arguments, in: packageRoot, environment: [:])
+                        if let signal {
+                            let deadline = ContinuousClock.now + limit
+                            while !condition() && ContinuousClock.now < deadline { usleep(10_000) }
+                            kill(child.process.processIdentifier, signal)
+                        }
+                        return try child.wait()
+                    })
+            }
+        }
     }
 
     /// What a shell pipeline printed (it must succeed).
@@ -117,6 +145,19 @@ struct CommandRunner {
         tar.waitUntilExit()
         #expect(tar.terminationStatus == 0, "tar cannot extract \(archive.path)")
         return try tree(folder)
+    }
+
+    /// The size of the file at `url`.
+    static func size(of url: URL) throws -> Int64 {
+        Int64(try url.resourceValues(forKeys: [.fileSizeKey]).fileSize ?? 0)
+    }
+
+    /// Bytes of every plain file under `root`.
+    static func bytes(under root: URL) throws -> Int64 {
+        let walker = FileManager.default.enumerator(at: root, includingPropertiesForKeys: [.fileSizeKey])
+        var total: Int64 = 0
+        while let url = walker?.nextObject() as? URL { total += try size(of: url) }
+        return total
     }
 
     /// Every regular file under `root`, by relative path.

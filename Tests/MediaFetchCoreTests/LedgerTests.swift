@@ -17,6 +17,7 @@ struct LedgerTests {
     enum Step {
         case begin(LedgerKey, title: String, url: URL)
         case responded(LedgerKey, Validator?, Int64?)
+        case verified(LedgerKey, Int64, String?)
         case stored(LedgerKey, StoredRecord)
         case failed(LedgerKey, String, Int64)
         case paused(LedgerKey, Int64)
@@ -26,6 +27,7 @@ struct LedgerTests {
             case .begin(let key, let title, let url): ledger.begin(key, title: title, url: url)
             case .responded(let key, let validator, let expected):
                 ledger.responded(key, validator: validator, expectedBytes: expected)
+            case .verified(let key, let size, let sha256): ledger.verified(key, size: size, sha256: sha256)
             case .stored(let key, let record): ledger.stored(key, record)
             case .failed(let key, let reason, let received): ledger.failed(key, reason: reason, receivedBytes: received)
             case .paused(let key, let received): ledger.paused(key, receivedBytes: received)
@@ -33,7 +35,8 @@ struct LedgerTests {
         }
     }
 
-    /// Mostly whole downloads, interleaved across keys, with retries, failures and pauses mixed in.
+    /// Mostly whole downloads (some verified first, as for an archive), interleaved across keys, with retries,
+    /// failures and pauses mixed in.
     static func steps(seed: UInt64, count: Int) -> [Step] {
         var random = SplitMix64(seed: seed)
         let keys = (0..<6).map { LedgerKey(source: "urls", itemID: "item-\($0)", asset: .preview) }
@@ -48,20 +51,26 @@ struct LedgerTests {
                 case 2: Validator(lastModified: "Sun, 29 Nov 2026 20:\(n % 60):00 GMT")
                 default: Validator(etag: "\"e\(n)\"", lastModified: "Sun, 29 Nov 2026 21:00:00 GMT")
                 }
-            switch Int.random(in: 0..<10, using: &random) {
+            switch Int.random(in: 0..<11, using: &random) {
             case 0..<5:
                 // The common whole download, sometimes answered twice.
                 steps.append(.begin(key, title: "Song \(n)", url: URL(string: "http://127.0.0.1/\(n).m4a")!))
                 steps.append(.responded(key, validator, Int64(n * 10)))
                 if n % 5 == 0 { steps.append(.responded(key, nil, nil)) }
-                steps.append(
-                    .stored(
-                        key,
-                        StoredRecord(location: "Song \(n).m4a", size: Int64(n), sha256: n % 2 == 0 ? "ab\(n)" : nil)))
+                // An archive's download: verified, then stored when the archive is committed (or, cut off, never).
+                if n % 3 == 0 { steps.append(.verified(key, Int64(n), n % 2 == 0 ? "ab\(n)" : nil)) }
+                if n % 9 != 0 {
+                    steps.append(
+                        .stored(
+                            key,
+                            StoredRecord(
+                                location: "Song \(n).m4a", size: Int64(n), sha256: n % 2 == 0 ? "ab\(n)" : nil)))
+                }
             case 5: steps.append(.begin(key, title: "Song \(n)", url: URL(string: "http://127.0.0.1/\(n)")!))
             case 6: steps.append(.responded(key, validator, n % 3 == 0 ? nil : Int64(n)))
             case 7: steps.append(.stored(key, StoredRecord(location: "\(n).m4a", size: Int64(n), sha256: nil)))
             case 8: steps.append(.failed(key, "failed \(n)", Int64(n)))
+            case 9: steps.append(.verified(key, Int64(n), nil))
             default: steps.append(.paused(key, Int64(n)))
             }
         }
@@ -178,10 +187,12 @@ struct LedgerTests {
         #expect(!plan.isEmpty && !plan.contains("OpenEphemeral"))
     }
 
-    /// A ledger at schema 2 with every column set comes through the rebuild of schema 3 column for column.
-    @Test func aFullRowOfSchemaTwoSurvivesTheRebuild() throws {
+    /// A ledger at schema 2 or 3 with every column set comes through the rebuilds of schemas 3 and 4 column for
+    /// column.
+    @Test(arguments: [2, 3])
+    func aFullRowOfAnOlderSchemaSurvivesTheRebuilds(version: Int) throws {
         let (folder, _) = try Self.oldLedger(
-            version: 2,
+            version: version,
             row: """
                 INSERT INTO items (source, item_id, asset, title, url, etag, last_modified, expected_bytes,
                     received_bytes, sha256, status, reason, attempts, location, updated_at)
@@ -203,10 +214,36 @@ struct LedgerTests {
         #expect(entry.updatedAt == Date(timeIntervalSince1970: 1234.5))
     }
 
+    /// Schema 4's status: a migrated ledger takes it, and a new download of the item puts it back to pending.
+    @Test func aMigratedLedgerRecordsAVerifiedFileUntilItIsFetchedAgain() throws {
+        let (folder, _) = try Self.oldLedger(
+            version: 3,
+            row: "INSERT INTO items (source, item_id, asset, url, status, updated_at) "
+                + "VALUES ('itunes', '9', 'preview', 'http://127.0.0.1/9.m4a', 'partial', 0)")
+        let ledger = try Ledger(directory: folder)
+        let key = LedgerKey(source: "itunes", itemID: "9", asset: .preview)
+        ledger.verified(key, size: 900, sha256: "cd9")
+        let verified = try #require(try ledger.entry(key))
+        #expect(verified.status == .verified)
+        #expect(verified.receivedBytes == 900)
+        #expect(verified.expectedBytes == 900)
+        #expect(verified.sha256 == "cd9")
+        // Not stored yet: nothing for a sink to keep.
+        #expect(verified.storedRecord == nil)
+        ledger.paused(key, receivedBytes: 10)
+        #expect(try ledger.entry(key)?.status == .verified)
+        ledger.begin(key, title: "Nine", url: URL(string: "http://127.0.0.1/9.m4a")!)
+        #expect(try ledger.entry(key)?.status == .pending)
+    }
+
     /// Each shape a batch merges, over a row that knows a validator and a size and over no row at all (where an
     /// answer alone updates nothing), with an answer that brings neither: the merged statement must clear what
     /// the separate writes clear.
-    @Test(arguments: ["begun, answered", "answered, stored", "begun, answered, stored"], [true, false])
+    @Test(
+        arguments: [
+            "begun, answered", "answered, stored", "begun, answered, stored", "answered, verified",
+            "begun, answered, verified",
+        ], [true, false])
     func mergedShapesWithoutAValidatorLeaveTheRowsSingleWritesLeave(shape: String, rowExists: Bool) throws {
         let single = try Self.ledger()
         let batched = try Self.ledger()
@@ -226,6 +263,7 @@ struct LedgerTests {
         if shape.hasSuffix("stored") {
             steps.append(.stored(key, StoredRecord(location: "New.m4a", size: 99, sha256: nil)))
         }
+        if shape.hasSuffix("verified") { steps.append(.verified(key, 99, "ef99")) }
 
         for (index, step) in steps.enumerated() {
             step.apply(to: single)

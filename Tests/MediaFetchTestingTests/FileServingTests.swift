@@ -42,6 +42,18 @@ struct FileServingTests {
         #expect(next.body == [0, 0, 0, 0x20])
     }
 
+    @Test("bytesServed counts body bytes sent, not headers, until resetLog()")
+    func bytesServed() throws {
+        let client = try RawHTTPClient(port: server.port)
+        _ = try client.request(song.previewPath)
+        #expect(server.bytesServed == song.previewSize)
+        _ = try client.request(song.previewPath, headers: ["Range: bytes=100-199"])
+        _ = try client.request(song.previewPath, method: "HEAD")
+        #expect(server.bytesServed == song.previewSize + 100)
+        server.resetLog()
+        #expect(server.bytesServed == 0)
+    }
+
     @Test(
         "single ranges are 206 with Content-Range",
         arguments: [

@@ -54,16 +54,20 @@ struct ResumeTests {
         }
 
         /// Runs with the preview stalled after `kept` bytes and cancels once they are in the staging file.
+        ///
+        /// The bound is generous because in a full `swift test` the command-line suites, which block in child
+        /// runs, hold every thread of the task pool for half a minute and more on two busy cores (28-44 s seen):
+        /// a 30 s bound ran out before this run had been scheduled at all. The stall outlasts the bound.
         func runAndPause(kept: Int, fault: MockFault? = nil) async throws -> RunSummary {
             server.setFaultHook { request in
                 guard request.path == song.previewPath else { return nil }
-                let stall = MockFault.stall(afterBytes: kept, seconds: 60)
+                let stall = MockFault.stall(afterBytes: kept, seconds: 180)
                 return fault.map { .combined([$0, stall]) } ?? stall
             }
             defer { server.setFaultHook(nil) }
             let pipeline = try pipeline(ledger: try Ledger(directory: state))
             let run = Task { await pipeline.run() }
-            let deadline = ContinuousClock.now + .seconds(30)
+            let deadline = ContinuousClock.now + .seconds(150)
             while (try? Pipeline.fileSizeForTests(stagingFile)) != Int64(kept) && ContinuousClock.now < deadline {
                 try await Task.sleep(for: .milliseconds(5))
             }

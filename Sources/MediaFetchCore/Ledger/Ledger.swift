@@ -2,7 +2,8 @@ import Foundation
 import Synchronization
 
 /// The memory between runs, in SQLite (WAL) in the run's state directory: per item and asset what
-/// was stored where, what is partial and with which validator, what failed and why.
+/// was stored where, what is partial and with which validator, what is downloaded and verified but waits for
+/// its sink to commit, what failed and why.
 ///
 /// Writes are queued and committed in batches (a transaction per batch, not per event); a batch is
 /// written at the first chance after it is big or old enough (a chance that finds another batch being
@@ -68,6 +69,37 @@ public final class Ledger: Sendable {
         DROP TABLE items;
         ALTER TABLE items_v3 RENAME TO items;
         """,
+        // 'verified': a complete, checked download kept in the staging folder until a sink that commits only at
+        // its finish (an archive) has done so, so that an interrupted run's files are not fetched again. The
+        // check is widened the only way SQLite allows, by rebuilding the table, and stays a chain of comparisons.
+        """
+        CREATE TABLE items_v4 (
+            source TEXT NOT NULL,
+            item_id TEXT NOT NULL,
+            asset TEXT NOT NULL,
+            title TEXT NOT NULL DEFAULT '',
+            url TEXT NOT NULL,
+            etag TEXT,
+            last_modified TEXT,
+            expected_bytes INTEGER,
+            received_bytes INTEGER NOT NULL DEFAULT 0,
+            sha256 TEXT,
+            status TEXT NOT NULL
+                CHECK (status = 'pending' OR status = 'partial' OR status = 'verified' OR status = 'stored'
+                    OR status = 'failed'),
+            reason TEXT,
+            attempts INTEGER NOT NULL DEFAULT 0,
+            location TEXT,
+            updated_at REAL NOT NULL,
+            PRIMARY KEY (source, item_id, asset)
+        ) WITHOUT ROWID;
+        INSERT INTO items_v4 (source, item_id, asset, title, url, etag, last_modified, expected_bytes,
+            received_bytes, sha256, status, reason, attempts, location, updated_at)
+        SELECT source, item_id, asset, title, url, etag, last_modified, expected_bytes, received_bytes, sha256,
+            status, reason, attempts, location, updated_at FROM items;
+        DROP TABLE items;
+        ALTER TABLE items_v4 RENAME TO items;
+        """,
     ]
 
     /// Writes waiting for the next batch. Its lock is held only to add or take writes, never while SQLite
@@ -80,6 +112,7 @@ public final class Ledger: Sendable {
     private enum Write {
         case begin(LedgerKey, title: String, url: String)
         case responded(LedgerKey, validator: Validator?, expected: Int64?)
+        case verified(LedgerKey, size: Int64, sha256: String?)
         case stored(LedgerKey, StoredRecord)
         case failed(LedgerKey, reason: String, received: Int64)
         case paused(LedgerKey, received: Int64)
@@ -87,8 +120,8 @@ public final class Ledger: Sendable {
 
         var key: LedgerKey {
             switch self {
-            case .begin(let key, _, _), .responded(let key, _, _), .stored(let key, _), .failed(let key, _, _),
-                .paused(let key, _), .retrying(let key):
+            case .begin(let key, _, _), .responded(let key, _, _), .verified(let key, _, _), .stored(let key, _),
+                .failed(let key, _, _), .paused(let key, _), .retrying(let key):
                 key
             }
         }
@@ -202,6 +235,13 @@ public final class Ledger: Sendable {
         enqueue(.responded(key, validator: validator, expected: expectedBytes))
     }
 
+    /// The file is complete and checked (`size` bytes, and `sha256` when the run computed it) and stays in the
+    /// staging folder until the sink commits it: the sink's ``Sink/commitsEachStore`` is false. A later run
+    /// that finds the file still there and matching stores it without fetching it again.
+    public func verified(_ key: LedgerKey, size: Int64, sha256: String?) {
+        enqueue(.verified(key, size: size, sha256: sha256))
+    }
+
     /// The sink committed the file.
     public func stored(_ key: LedgerKey, _ record: StoredRecord) { enqueue(.stored(key, record)) }
 
@@ -239,12 +279,14 @@ public final class Ledger: Sendable {
         }
     }
 
-    /// Forgets partial progress: partial entries go back to pending (`mediafetch clean`).
+    /// Forgets partial progress: partial and verified entries go back to pending (`mediafetch clean`, which
+    /// deletes their staging files).
     public func forgetPartials() throws {
         try database.withLock { database in
             try commit(database)
             try database.execute(
-                "UPDATE items SET status = 'pending', received_bytes = 0 WHERE status IN ('partial', 'pending')")
+                "UPDATE items SET status = 'pending', received_bytes = 0 "
+                    + "WHERE status IN ('partial', 'pending', 'verified')")
         }
     }
 
@@ -268,13 +310,22 @@ public final class Ledger: Sendable {
         try Self.apply(writes, to: database, at: Date().timeIntervalSince1970)
     }
 
-    /// The common life of a download: begun, answered (once or more), stored. A batch that holds all of it
-    /// for a key, or the part before or after the answer, writes that key with one statement instead of
-    /// two or three; any other mix of writes for a key runs write by write.
+    /// The common life of a download: begun, answered (once or more), stored (or verified, for a sink that
+    /// commits at its finish). A batch that holds all of it for a key, or the part before or after the answer,
+    /// writes that key with one statement instead of two or three; any other mix of writes for a key runs
+    /// write by write.
     private struct Download {
+        /// How the download ended: the row's status, and what it records.
+        struct End {
+            var status: String
+            var location: String?
+            var size: Int64
+            var sha256: String?
+        }
+
         var begun: (title: String, url: String)?
         var answer: (validator: Validator?, expected: Int64?)?
-        var stored: StoredRecord?
+        var stored: End?
 
         /// The fold of a key's first write, or nil when it starts no download.
         init?(_ write: Write) {
@@ -292,7 +343,9 @@ public final class Ledger: Sendable {
             case .responded(_, let validator, let expected) where stored == nil:
                 next.answer = (validator, expected)
             case .stored(_, let record) where answer != nil && stored == nil:
-                next.stored = record
+                next.stored = End(status: "stored", location: record.location, size: record.size, sha256: record.sha256)
+            case .verified(_, let size, let sha256) where answer != nil && stored == nil:
+                next.stored = End(status: "verified", location: nil, size: size, sha256: sha256)
             default: return nil
             }
             return next
@@ -334,23 +387,23 @@ public final class Ledger: Sendable {
     {
         let validator = download.answer?.validator ?? nil
         switch (download.begun, download.stored) {
-        case (let (title, url)?, let record?):
+        case (let (title, url)?, let end?):
             try database.cached(
                 """
                 INSERT INTO items (source, item_id, asset, title, url, etag, last_modified, expected_bytes,
                     received_bytes, sha256, status, attempts, location, updated_at)
-                VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'stored', 1, ?, ?)
+                VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 1, ?, ?)
                 ON CONFLICT (source, item_id, asset) DO UPDATE SET
                     title = excluded.title, url = excluded.url, etag = excluded.etag,
                     last_modified = excluded.last_modified, expected_bytes = excluded.expected_bytes,
-                    received_bytes = excluded.received_bytes, sha256 = excluded.sha256, status = 'stored',
+                    received_bytes = excluded.received_bytes, sha256 = excluded.sha256, status = excluded.status,
                     reason = NULL, attempts = 1, location = excluded.location,
                     updated_at = excluded.updated_at
                 """
             ).run(
                 key.values + [
                     .text(title), .text(url), .text(validator?.etag), .text(validator?.lastModified),
-                    .integer(record.size), .integer(record.size), .text(record.sha256), .text(record.location),
+                    .integer(end.size), .integer(end.size), .text(end.sha256), .text(end.status), .text(end.location),
                     .real(now),
                 ])
         case (let (title, url)?, nil):
@@ -369,17 +422,17 @@ public final class Ledger: Sendable {
                     .text(title), .text(url), .text(validator?.etag), .text(validator?.lastModified),
                     .integer(download.answer?.expected ?? nil), .real(now),
                 ])
-        case (nil, let record?):
+        case (nil, let end?):
             try database.cached(
                 """
-                UPDATE items SET etag = ?, last_modified = ?, status = 'stored', location = ?, received_bytes = ?,
+                UPDATE items SET etag = ?, last_modified = ?, status = ?, location = ?, received_bytes = ?,
                     expected_bytes = ?, sha256 = ?, reason = NULL, updated_at = ?
                 WHERE source = ? AND item_id = ? AND asset = ?
                 """
             ).run(
                 [
-                    .text(validator?.etag), .text(validator?.lastModified), .text(record.location),
-                    .integer(record.size), .integer(record.size), .text(record.sha256), .real(now),
+                    .text(validator?.etag), .text(validator?.lastModified), .text(end.status), .text(end.location),
+                    .integer(end.size), .integer(end.size), .text(end.sha256), .real(now),
                 ] + key.values)
         case (nil, nil):
             // A lone answer merges nothing (``Download/merges``); written as it is, for completeness.
@@ -398,7 +451,7 @@ public final class Ledger: Sendable {
                 VALUES (?, ?, ?, ?, ?, 'pending', 1, ?)
                 ON CONFLICT (source, item_id, asset) DO UPDATE SET
                     title = excluded.title, url = excluded.url, attempts = 1,
-                    status = CASE WHEN status = 'stored' THEN 'pending' ELSE status END,
+                    status = CASE WHEN status = 'stored' OR status = 'verified' THEN 'pending' ELSE status END,
                     updated_at = excluded.updated_at
                 """
             ).run(key.values + [.text(title), .text(url), .real(now)])
@@ -411,6 +464,13 @@ public final class Ledger: Sendable {
             ).run(
                 [.text(validator?.etag), .text(validator?.lastModified), .integer(expected), .real(now)]
                     + key.values)
+        case .verified(let key, let size, let sha256):
+            try database.cached(
+                """
+                UPDATE items SET status = 'verified', location = NULL, received_bytes = ?, expected_bytes = ?,
+                    sha256 = ?, reason = NULL, updated_at = ? WHERE source = ? AND item_id = ? AND asset = ?
+                """
+            ).run([.integer(size), .integer(size), .text(sha256), .real(now)] + key.values)
         case .stored(let key, let record):
             try database.cached(
                 """
@@ -437,7 +497,7 @@ public final class Ledger: Sendable {
             try database.cached(
                 """
                 UPDATE items SET status = 'partial', received_bytes = ?, updated_at = ?
-                WHERE source = ? AND item_id = ? AND asset = ? AND status != 'stored'
+                WHERE source = ? AND item_id = ? AND asset = ? AND status != 'stored' AND status != 'verified'
                 """
             ).run([.integer(received), .real(now)] + key.values)
         }
@@ -466,6 +526,8 @@ public struct LedgerKey: Sendable, Hashable, CustomStringConvertible {
 public enum LedgerStatus: String, Sendable, Codable, CaseIterable {
     case pending
     case partial
+    /// Downloaded and checked, kept in the staging folder until the sink commits it (an archive's finish).
+    case verified
     case stored
     case failed
 }
