@@ -15,11 +15,11 @@ struct CLITests {
         }
     }()
 
-    @Test func theDemoStoresPreviewsWhoseBytesAreWhatTheMockServed() throws {
+    @Test func theDemoStoresPreviewsWhoseBytesAreWhatTheMockServed() async throws {
         let scratch = try CommandRunner.temporaryDirectory()
         defer { try? FileManager.default.removeItem(at: scratch) }
         let output = scratch.appendingPathComponent("out")
-        let outcome = try CommandRunner.run([
+        let outcome = try await CommandRunner.run([
             "demo", "--set", "sink.path=\(output.path)", "--set",
             "state=\(scratch.appendingPathComponent("state").path)",
         ])
@@ -36,13 +36,13 @@ struct CLITests {
         }
     }
 
-    @Test func concurrencyDoesNotChangeTheOutputTree() throws {
+    @Test func concurrencyDoesNotChangeTheOutputTree() async throws {
         let scratch = try CommandRunner.temporaryDirectory()
         defer { try? FileManager.default.removeItem(at: scratch) }
         var trees: [Int: [String: Data]] = [:]
         for concurrency in [1, 8, 64] {
             let output = scratch.appendingPathComponent("out-\(concurrency)")
-            let outcome = try CommandRunner.run([
+            let outcome = try await CommandRunner.run([
                 "run", "config/demo.yaml", "--quiet",
                 "--set", "source.endpoint=\(Self.server.baseURL.absoluteString)",
                 "--set", "source.term=a", "--set", "source.max-items=200",
@@ -58,33 +58,33 @@ struct CLITests {
         #expect(trees[1] == trees[64])
     }
 
-    @Test func aConfigErrorExitsTwoAndSaysWhere() throws {
+    @Test func aConfigErrorExitsTwoAndSaysWhere() async throws {
         let scratch = try CommandRunner.temporaryDirectory()
         defer { try? FileManager.default.removeItem(at: scratch) }
         let config = scratch.appendingPathComponent("bad.yaml")
         try Data("source:\n  use: itunes\n  term: x\ntransport:\n  use: crul\n".utf8).write(to: config)
-        let outcome = try CommandRunner.run(["run", config.path])
+        let outcome = try await CommandRunner.run(["run", config.path])
         #expect(outcome.status == 2)
         #expect(outcome.stderr.contains("bad.yaml:5:8"))
         #expect(outcome.stderr.contains("crul"))
         #expect(outcome.stderr.contains("foundation"))
     }
 
-    @Test func usageErrorsExitTwo() throws {
-        let unknown = try CommandRunner.run(["rn", "config/demo.yaml"])
+    @Test func usageErrorsExitTwo() async throws {
+        let unknown = try await CommandRunner.run(["rn", "config/demo.yaml"])
         #expect(unknown.status == 2)
         #expect(unknown.stderr.contains("did you mean \"run\""))
-        let noConfig = try CommandRunner.run(["run"])
+        let noConfig = try await CommandRunner.run(["run"])
         #expect(noConfig.status == 2)
-        let badOption = try CommandRunner.run(["search", "x", "--limt", "3"])
+        let badOption = try await CommandRunner.run(["search", "x", "--limt", "3"])
         #expect(badOption.status == 2)
         #expect(badOption.stderr.contains("--limit"))
     }
 
-    @Test func aSourceThatFailsExitsThreeWithApplesMessage() throws {
+    @Test func aSourceThatFailsExitsThreeWithApplesMessage() async throws {
         let scratch = try CommandRunner.temporaryDirectory()
         defer { try? FileManager.default.removeItem(at: scratch) }
-        let outcome = try CommandRunner.run([
+        let outcome = try await CommandRunner.run([
             "run", "config/demo.yaml", "--quiet",
             "--set", "source.endpoint=\(Self.server.baseURL.absoluteString)",
             "--set", "source.entity=notAnEntity",
@@ -94,7 +94,7 @@ struct CLITests {
         #expect(outcome.stdout.contains("Invalid value(s) for key(s): [resultEntity]"))
     }
 
-    @Test func failedItemsExitOneAndAreListedWithTheirURL() throws {
+    @Test func failedItemsExitOneAndAreListedWithTheirURL() async throws {
         let scratch = try CommandRunner.temporaryDirectory()
         defer { try? FileManager.default.removeItem(at: scratch) }
         let song = Self.server.catalog.songs[0]
@@ -104,7 +104,7 @@ struct CLITests {
         try Data("# two good, one missing, one not a URL\n\(good)\n\(missing)\nnot-a-url\n".utf8).write(to: list)
         let config = scratch.appendingPathComponent("urls.yaml")
         try Data("source:\n  use: urls\n  file: list.txt\nsink:\n  path: out\n".utf8).write(to: config)
-        let outcome = try CommandRunner.run(["run", config.path, "--quiet"])
+        let outcome = try await CommandRunner.run(["run", config.path, "--quiet"])
         #expect(outcome.status == 1, "\(outcome.stdout)\(outcome.stderr)")
         #expect(outcome.stdout.contains("\(missing): HTTP 404"))
         #expect(outcome.stdout.contains("list.txt:4"))
@@ -113,8 +113,8 @@ struct CLITests {
         #expect(stored.values.first == Data(Self.server.catalog.previewBytes(for: song)))
     }
 
-    @Test func searchPrintsATable() throws {
-        let outcome = try CommandRunner.run([
+    @Test func searchPrintsATable() async throws {
+        let outcome = try await CommandRunner.run([
             "search", "love", "--limit", "5", "--endpoint",
             Self.server.baseURL.absoluteString,
         ])
@@ -126,8 +126,8 @@ struct CLITests {
         #expect(lines.dropFirst().allSatisfy { $0.contains(Self.server.baseURL.absoluteString) })
     }
 
-    @Test func checkPrintsTheResolvedPipeline() throws {
-        let outcome = try CommandRunner.run(["check", "config/demo.yaml", "--set", "transport.concurrency=3"])
+    @Test func checkPrintsTheResolvedPipeline() async throws {
+        let outcome = try await CommandRunner.run(["check", "config/demo.yaml", "--set", "transport.concurrency=3"])
         #expect(outcome.status == 0, "\(outcome.stderr)")
         #expect(outcome.stdout.contains("itunes"))
         #expect(outcome.stdout.contains("concurrency"))
@@ -135,33 +135,33 @@ struct CLITests {
     }
 
     /// Size limits default to something (max-size 50MB) or to nothing (max-rate), and `none` lifts either.
-    @Test func checkShowsTheSizeLimitsAndNoneLiftsThem() throws {
-        let defaults = try CommandRunner.run(["check", "config/demo.yaml"])
+    @Test func checkShowsTheSizeLimitsAndNoneLiftsThem() async throws {
+        let defaults = try await CommandRunner.run(["check", "config/demo.yaml"])
         #expect(defaults.status == 0, "\(defaults.stderr)")
         #expect(defaults.stdout.contains("max-size: 50000000  (default)"))
-        let lifted = try CommandRunner.run([
+        let lifted = try await CommandRunner.run([
             "check", "config/demo.yaml", "--set", "download.max-size=none", "--set", "transport.max-rate=none",
         ])
         #expect(lifted.status == 0, "\(lifted.stderr)")
         #expect(lifted.stdout.contains("max-size: none  (--set download.max-size)"))
         #expect(lifted.stdout.contains("max-rate: none  (--set transport.max-rate)"))
-        let wrong = try CommandRunner.run(["check", "config/demo.yaml", "--set", "download.max-size=big"])
+        let wrong = try await CommandRunner.run(["check", "config/demo.yaml", "--set", "download.max-size=big"])
         #expect(wrong.status == 2)
         #expect(wrong.stderr.contains("download.max-size"))
         #expect(wrong.stderr.contains("or none"))
     }
 
-    @Test func versionAndHelp() throws {
-        #expect(try CommandRunner.run(["--version"]).stdout.hasPrefix("mediafetch "))
+    @Test func versionAndHelp() async throws {
+        #expect(try await CommandRunner.run(["--version"]).stdout.hasPrefix("mediafetch "))
         for command in ["run", "search", "check", "plugins", "demo", "mock-server"] {
-            let outcome = try CommandRunner.run([command, "--help"])
+            let outcome = try await CommandRunner.run([command, "--help"])
             #expect(outcome.status == 0)
             #expect(outcome.stdout.contains("Usage: mediafetch \(command)"))
         }
     }
 
     /// The README's config reference is generated; this keeps the copy in the README current.
-    @Test func theReadmeReferenceMatchesTheRegistry() throws {
+    @Test func theReadmeReferenceMatchesTheRegistry() async throws {
         let readme = try String(
             contentsOf: CommandRunner.packageRoot.appendingPathComponent("README.md"), encoding: .utf8)
         let begin = "<!-- BEGIN PLUGIN REFERENCE -->\n"
@@ -178,7 +178,7 @@ struct CLITests {
 /// Ctrl-C pauses a run: no half file stored, partial bytes kept, exit 130; the same command resumes.
 struct InterruptTests {
     @Test(arguments: [SIGINT, SIGTERM])
-    func aSignalPausesTheRunAndTheNextRunResumes(signal: Int32) throws {
+    func aSignalPausesTheRunAndTheNextRunResumes(signal: Int32) async throws {
         let server = try MockCatalogServer()
         // Every preview stalls after some bytes, so the run is surely mid-transfer when the signal comes.
         server.setFaultHook { $0.path.hasSuffix(".m4a") ? .stall(afterBytes: 50_000, seconds: 60) : nil }
@@ -201,21 +201,21 @@ struct InterruptTests {
             }.count
         }
         let deadline = ContinuousClock.now + .seconds(60)
-        while stalledDownloads() < 8 && ContinuousClock.now < deadline { usleep(10_000) }
+        while stalledDownloads() < 8 && ContinuousClock.now < deadline { try await Task.sleep(for: .milliseconds(10)) }
         try #require(stalledDownloads() == 8, "the downloads did not start")
         kill(child.process.processIdentifier, signal)
-        let paused = try child.wait()
+        let paused = try await child.wait()
         #expect(paused.status == 130, "\(paused.stdout)\(paused.stderr)")
         #expect(paused.stdout.contains("run the same command again to resume"))
         #expect(try CommandRunner.tree(output).isEmpty)
         #expect(Pipeline.partialFiles(in: staging).count == 8)
 
-        let status = try CommandRunner.run(["status", "config/demo.yaml", "--set", "state=\(scratch.path)/state"])
+        let status = try await CommandRunner.run(["status", "config/demo.yaml", "--set", "state=\(scratch.path)/state"])
         #expect(status.stdout.contains("partial: 8"), "\(status.stdout)")
 
         server.setFaultHook(nil)
         server.resetLog()
-        let resumed = try CommandRunner.run(arguments)
+        let resumed = try await CommandRunner.run(arguments)
         #expect(resumed.status == 0, "\(resumed.stdout)\(resumed.stderr)")
         #expect(resumed.stdout.contains("40 stored"))
         #expect(resumed.stdout.contains("downloaded, the rest resumed"))
@@ -230,16 +230,16 @@ struct InterruptTests {
 
 /// `mediafetch demo` needs nothing from the repository: its config is built in.
 struct DemoAnywhereTests {
-    @Test func theBuiltInDemoConfigIsConfigDemoYaml() throws {
+    @Test func theBuiltInDemoConfigIsConfigDemoYaml() async throws {
         let file = try String(
             contentsOf: CommandRunner.packageRoot.appendingPathComponent("config/demo.yaml"), encoding: .utf8)
         #expect(file == DemoConfig.text + "\n", "config/demo.yaml and DemoConfig.text have drifted apart")
     }
 
-    @Test func theDemoRunsInAnEmptyFolderOutsideTheRepository() throws {
+    @Test func theDemoRunsInAnEmptyFolderOutsideTheRepository() async throws {
         let scratch = try CommandRunner.temporaryDirectory()
         defer { try? FileManager.default.removeItem(at: scratch) }
-        let outcome = try CommandRunner.run(["demo", "--quiet"], in: scratch)
+        let outcome = try await CommandRunner.run(["demo", "--quiet"], in: scratch)
         #expect(outcome.status == 0, "\(outcome.stdout)\(outcome.stderr)")
         let output = scratch.appendingPathComponent("demo-output")
         #expect(outcome.stdout.contains("the files are in \(output.path)"))
@@ -251,14 +251,14 @@ struct DemoAnywhereTests {
         #expect(top == [".mediafetch", "demo-output"])
 
         // Run again, it fetches nothing: the state beside the built-in config remembers.
-        let again = try CommandRunner.run(["demo", "--quiet"], in: scratch)
+        let again = try await CommandRunner.run(["demo", "--quiet"], in: scratch)
         #expect(again.status == 0, "\(again.stdout)\(again.stderr)")
         #expect(again.stdout.contains("0 stored"), "\(again.stdout)")
         #expect(again.stdout.contains("\(stored.count) already stored"), "\(again.stdout)")
     }
 
-    @Test func helpSaysWhereTheDemoWrites() throws {
-        let outcome = try CommandRunner.run(["--help"])
+    @Test func helpSaysWhereTheDemoWrites() async throws {
+        let outcome = try await CommandRunner.run(["--help"])
         #expect(outcome.stdout.contains("writes demo-output/ under the current folder"))
     }
 }

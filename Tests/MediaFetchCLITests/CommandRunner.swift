@@ -56,9 +56,16 @@ struct CommandRunner {
             try? FileManager.default.removeItem(at: scratch)
         }
 
-        func wait() throws -> Outcome {
-            process.waitUntilExit()
-            return Outcome(
+        /// Waits for the child to end, on a thread of its own: see ``offThePool(_:)``.
+        func wait() async throws -> Outcome {
+            let process = process
+            await CommandRunner.offThePool { process.waitUntilExit() }
+            return try outcome()
+        }
+
+        /// What the child printed and how it ended; call once it has.
+        func outcome() throws -> Outcome {
+            Outcome(
                 status: process.terminationStatus,
                 stdout: String(decoding: try Data(contentsOf: scratch.appendingPathComponent("stdout")), as: UTF8.self),
                 stderr: String(decoding: try Data(contentsOf: scratch.appendingPathComponent("stderr")), as: UTF8.self),
@@ -78,8 +85,20 @@ struct CommandRunner {
     static func run(
         _ arguments: [String], in directory: URL = packageRoot, environment: [String: String] = [:],
         executable: URL? = nil
-    ) throws -> Outcome {
-        try Child(arguments, in: directory, environment: environment, executable: executable).wait()
+    ) async throws -> Outcome {
+        try await Child(arguments, in: directory, environment: environment, executable: executable).wait()
+    }
+
+    /// Runs `body`, which blocks (waiting for a child process), on a thread of its own while the calling task
+    /// awaits. A test that blocked instead would hold one of the task pool's threads, as many as cores (two
+    /// here): while the command-line tests held them, other suites' tasks, and their timed waits, stood still.
+    static func offThePool(_ body: @escaping @Sendable () -> Void) async {
+        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+            Thread.detachNewThread {
+                body()
+                continuation.resume()
+            }
+        }
     }
 
     /// Runs `mediafetch` with `arguments` on a thread of its own and waits for it; with a `signal`, sends it
@@ -101,15 +120,16 @@ struct CommandRunner {
                             while !condition() && ContinuousClock.now < deadline { usleep(10_000) }
                             kill(child.process.processIdentifier, signal)
                         }
-                        return try child.wait()
+                        child.process.waitUntilExit()
+                        return try child.outcome()
                     })
             }
         }
     }
 
     /// What a shell pipeline printed (it must succeed).
-    static func shell(_ command: String) throws -> String {
-        let outcome = try run(["sh", "-c", command], executable: URL(fileURLWithPath: "/usr/bin/env"))
+    static func shell(_ command: String) async throws -> String {
+        let outcome = try await run(["sh", "-c", command], executable: URL(fileURLWithPath: "/usr/bin/env"))
         #expect(outcome.status == 0, "\(command): \(outcome.stderr)")
         return outcome.stdout
     }
@@ -122,7 +142,7 @@ struct CommandRunner {
 
     /// The files of a tar archive, by path, read back with GNU tar; an archive tar cannot read fails the test.
     /// Also checks that no name is in the archive twice.
-    static func extract(_ archive: URL, into scratch: URL) throws -> [String: Data] {
+    static func extract(_ archive: URL, into scratch: URL) async throws -> [String: Data] {
         let gnuTar = try RequiredProgram.gnuTar.locate()
         let list = Process()
         list.executableURL = gnuTar
@@ -131,7 +151,7 @@ struct CommandRunner {
         _ = FileManager.default.createFile(atPath: names.path, contents: nil)
         list.standardOutput = try FileHandle(forWritingTo: names)
         try list.run()
-        list.waitUntilExit()
+        await offThePool { list.waitUntilExit() }
         #expect(list.terminationStatus == 0, "tar cannot list \(archive.path)")
         let entries = String(decoding: try Data(contentsOf: names), as: UTF8.self).split(separator: "\n")
         #expect(Set(entries).count == entries.count, "an entry is in the archive twice")
@@ -142,7 +162,7 @@ struct CommandRunner {
         tar.executableURL = gnuTar
         tar.arguments = ["-xf", archive.path, "-C", folder.path]
         try tar.run()
-        tar.waitUntilExit()
+        await offThePool { tar.waitUntilExit() }
         #expect(tar.terminationStatus == 0, "tar cannot extract \(archive.path)")
         return try tree(folder)
     }

@@ -7,7 +7,7 @@ import Testing
 /// nothing stored re-downloaded, partial bytes reused, the ledger telling the truth.
 struct CrashTests {
     @Test(arguments: ["curl", "foundation"], ["directory", "tar"])
-    func killedRunsLeaveNothingARerunCannotFinish(transport: String, sink: String) throws {
+    func killedRunsLeaveNothingARerunCannotFinish(transport: String, sink: String) async throws {
         let server = try MockCatalogServer()
         let scratch = try CommandRunner.temporaryDirectory()
         defer { try? FileManager.default.removeItem(at: scratch) }
@@ -26,9 +26,9 @@ struct CrashTests {
         var random = SplitMix64(seed: 9)
         for _ in 0..<8 {
             let child = try CommandRunner.start(arguments)
-            usleep(UInt32(random.next() % 600_000))
+            try await Task.sleep(for: .microseconds(random.next() % 600_000))
             kill(child.process.processIdentifier, SIGKILL)
-            _ = try child.wait()
+            _ = try await child.wait()
         }
 
         let ledger = try Ledger(directory: state)
@@ -36,12 +36,12 @@ struct CrashTests {
         let storedBefore = Set(before.filter { $0.status == .stored }.map(\.url))
         let partialBefore = before.filter { $0.status != .stored }.count
         server.resetLog()
-        let final = try CommandRunner.run(arguments)
+        let final = try await CommandRunner.run(arguments)
         #expect(final.status == 0, "\(final.stdout)\(final.stderr)")
 
         let catalog = server.catalog
         let songs = catalog.search(term: "a").prefix(count)
-        let tree = try sink == "tar" ? CommandRunner.extract(output, into: scratch) : CommandRunner.tree(output)
+        let tree = try await sink == "tar" ? CommandRunner.extract(output, into: scratch) : CommandRunner.tree(output)
         #expect(tree.count == count)
         #expect(
             try FileManager.default.contentsOfDirectory(atPath: scratch.path).allSatisfy { !$0.contains(".partial-") })

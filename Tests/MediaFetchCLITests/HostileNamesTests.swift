@@ -22,7 +22,7 @@ struct HostileNamesTests {
         ("Ten KB", String(repeating: "x", count: 10_240)),
     ]
 
-    @Test func hostileMetadataNeverEscapesTheRoot() throws {
+    @Test func hostileMetadataNeverEscapesTheRoot() async throws {
         let songs = Self.hostile.enumerated().map { index, names in
             MockSong(
                 trackId: 7_000 + index, artistName: names.artist, collectionName: "Hostile", trackName: names.title)
@@ -36,7 +36,7 @@ struct HostileNamesTests {
         try FileManager.default.createDirectory(at: outside, withIntermediateDirectories: true)
         try FileManager.default.createSymbolicLink(at: root.appendingPathComponent("evil"), withDestinationURL: outside)
 
-        let outcome = try CommandRunner.run([
+        let outcome = try await CommandRunner.run([
             "run", "config/demo.yaml", "--quiet",
             "--set", "source.endpoint=\(server.baseURL.absoluteString)",
             "--set", "source.term=hostile", "--set", "source.max-items=100",

@@ -66,7 +66,7 @@ struct InterruptedArchiveTests {
         #expect(server.bytesServed <= bound, "the server sent \(server.bytesServed) of \(total) again")
 
         // Each preview exactly once (extract checks that no name repeats), byte for byte the catalog's.
-        let tree = try CommandRunner.extract(archive, into: scratch)
+        let tree = try await CommandRunner.extract(archive, into: scratch)
         let previews = tree.filter { $0.key.hasSuffix(".m4a") }
         #expect(previews.count == count)
         #expect(Set(previews.values) == Set(songs.map { Data(server.catalog.previewBytes(for: $0)) }))

@@ -23,7 +23,7 @@ struct MemoryTests {
     }
 
     @Test(arguments: ["curl", "foundation"], ["directory", "tar"])
-    func aLargeFileIsStreamedWithFlatMemory(transport: String, sink: String) throws {
+    func aLargeFileIsStreamedWithFlatMemory(transport: String, sink: String) async throws {
         let server = try MockCatalogServer()
         server.addFile(path: "/big/large.bin", size: Self.size, seed: 7)
         let scratch = try CommandRunner.temporaryDirectory()
@@ -40,7 +40,7 @@ struct MemoryTests {
             """.utf8
         ).write(to: scratch.appendingPathComponent("big.yaml"))
         let timing = scratch.appendingPathComponent("time.txt")
-        let outcome = try CommandRunner.run(
+        let outcome = try await CommandRunner.run(
             [
                 "-f", "%M", "-o", timing.path, try CommandRunner.binary.path, "run",
                 scratch.appendingPathComponent("big.yaml").path, "--quiet",
@@ -55,9 +55,9 @@ struct MemoryTests {
         let stored: String
         if sink == "tar" {
             let gnuTar = try RequiredProgram.gnuTar.locate()
-            stored = try CommandRunner.shell("'\(gnuTar.path)' -xOf '\(output.path)' large.bin | sha256sum")
+            stored = try await CommandRunner.shell("'\(gnuTar.path)' -xOf '\(output.path)' large.bin | sha256sum")
         } else {
-            stored = try CommandRunner.shell("sha256sum < '\(output.appendingPathComponent("large.bin").path)'")
+            stored = try await CommandRunner.shell("sha256sum < '\(output.appendingPathComponent("large.bin").path)'")
         }
         #expect(stored.hasPrefix(try Self.servedDigest(server)))
     }

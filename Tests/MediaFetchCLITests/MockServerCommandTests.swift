@@ -7,7 +7,7 @@ import Testing
 struct MockServerCommandTests {
     static let records = CommandRunner.packageRoot.appendingPathComponent("Tests/ITunesSourceTests/Fixtures/records")
 
-    @Test func aMediaAndEntityNameTheSearch() throws {
+    @Test func aMediaAndEntityNameTheSearch() async throws {
         let path = Self.records.appendingPathComponent("podcast-episode.json").path
         let answer = try MockServerCommand.recordedAnswer("podcast/podcastEpisode=\(path)")
         #expect(answer.media == "podcast")

@@ -50,12 +50,12 @@ struct RecordedRunTests {
         return Data(try #require(server.contentBytes(path: path)))
     }
 
-    @Test func artworkOfRecordsWithoutAPreviewIsStored() throws {
+    @Test func artworkOfRecordsWithoutAPreviewIsStored() async throws {
         let server = try Self.server()
         let scratch = try CommandRunner.temporaryDirectory()
         defer { try? FileManager.default.removeItem(at: scratch) }
         let config = try Self.config(scratch, server, media: "music", entity: "album", assets: "[artwork]")
-        let outcome = try CommandRunner.run(["run", config.path, "--quiet"])
+        let outcome = try await CommandRunner.run(["run", config.path, "--quiet"])
         #expect(outcome.status == 0, "\(outcome.stdout)\(outcome.stderr)")
         #expect(outcome.stdout.contains("3 stored, 0 failed, 0 skipped"))
         let stored = try CommandRunner.tree(scratch.appendingPathComponent("out"))
@@ -68,19 +68,19 @@ struct RecordedRunTests {
     }
 
     /// An album with assets: [preview] has nothing to fetch: skipped, with the reason, not failed.
-    @Test func aRecordWithoutAPreviewIsSkippedWhenOnlyPreviewsAreWanted() throws {
+    @Test func aRecordWithoutAPreviewIsSkippedWhenOnlyPreviewsAreWanted() async throws {
         let server = try Self.server()
         let scratch = try CommandRunner.temporaryDirectory()
         defer { try? FileManager.default.removeItem(at: scratch) }
         let config = try Self.config(scratch, server, media: "music", entity: "album", assets: "[preview]")
-        let outcome = try CommandRunner.run(["run", config.path])
+        let outcome = try await CommandRunner.run(["run", config.path])
         #expect(outcome.status == 0, "\(outcome.stdout)\(outcome.stderr)")
         #expect(outcome.stdout.contains("0 stored, 0 failed, 3 skipped"))
         #expect(outcome.stderr.contains("no preview URL"))
     }
 
     /// Artwork served as something else is refused, and the reason reads right ("not an artwork").
-    @Test func artworkOfTheWrongTypeIsRefusedWithAReasonThatReadsRight() throws {
+    @Test func artworkOfTheWrongTypeIsRefusedWithAReasonThatReadsRight() async throws {
         let server = try Self.server()
         server.setFaultHook { request in
             request.path.hasSuffix("600x600bb.jpg")
@@ -89,21 +89,21 @@ struct RecordedRunTests {
         let scratch = try CommandRunner.temporaryDirectory()
         defer { try? FileManager.default.removeItem(at: scratch) }
         let config = try Self.config(scratch, server, media: "music", entity: "album", assets: "[artwork]")
-        let outcome = try CommandRunner.run(["run", config.path, "--quiet"])
+        let outcome = try await CommandRunner.run(["run", config.path, "--quiet"])
         #expect(outcome.status == 1)
         #expect(outcome.stdout.contains("served as text/html, which is not an artwork (the download section's"))
     }
 
     /// The episode is 44.8 MB (46:40 at 128 kbit/s); a max-size below that fails it before its body is fetched,
     /// and the run said beforehand that it is a whole episode.
-    @Test func aWholeEpisodeOverMaxSizeFailsWithTheLimitNamedAndIsNotFetched() throws {
+    @Test func aWholeEpisodeOverMaxSizeFailsWithTheLimitNamedAndIsNotFetched() async throws {
         let server = try Self.server()
         let scratch = try CommandRunner.temporaryDirectory()
         defer { try? FileManager.default.removeItem(at: scratch) }
         let config = try Self.config(
             scratch, server, media: "podcast", entity: "podcastEpisode", assets: "[preview]",
             download: "download:\n  max-size: 5MB")
-        let outcome = try CommandRunner.run(["run", config.path])
+        let outcome = try await CommandRunner.run(["run", config.path])
         #expect(outcome.status == 1, "\(outcome.stdout)\(outcome.stderr)")
         #expect(outcome.stderr.contains("some results are whole podcast episodes, not previews"))
         #expect(outcome.stdout.contains("failed: Defining Enough [1000522907460]"))
@@ -117,12 +117,12 @@ struct RecordedRunTests {
 
     /// A podcast search finds shows, which carry no preview: the summary says every item was skipped, why, and
     /// names what gives episodes. Albums say what has a preview instead, and that artwork can be stored.
-    @Test func aRunWhoseItemsWereAllSkippedSaysWhatWouldHaveGivenFiles() throws {
+    @Test func aRunWhoseItemsWereAllSkippedSaysWhatWouldHaveGivenFiles() async throws {
         let server = try Self.server()
         let scratch = try CommandRunner.temporaryDirectory()
         defer { try? FileManager.default.removeItem(at: scratch) }
         let shows = try Self.config(scratch, server, media: "podcast", entity: "podcast", assets: "[preview]")
-        let outcome = try CommandRunner.run(["run", shows.path, "--quiet"])
+        let outcome = try await CommandRunner.run(["run", shows.path, "--quiet"])
         #expect(outcome.status == 0, "\(outcome.stdout)\(outcome.stderr)")
         #expect(outcome.stdout.contains("every item the source found was skipped, so nothing was downloaded"))
         #expect(outcome.stdout.contains("no preview URL"), "\(outcome.stdout)")
@@ -130,7 +130,7 @@ struct RecordedRunTests {
         #expect(outcome.stdout.contains("`assets: [artwork]`"), "\(outcome.stdout)")
 
         let albums = try Self.config(scratch, server, media: "music", entity: "album", assets: "[preview]")
-        let other = try CommandRunner.run(["run", albums.path, "--quiet"])
+        let other = try await CommandRunner.run(["run", albums.path, "--quiet"])
         #expect(other.stdout.contains("every item the source found was skipped"), "\(other.stdout)")
         #expect(other.stdout.contains("music: song or musicVideo"), "\(other.stdout)")
         #expect(!other.stdout.contains("podcastEpisode"))

@@ -67,11 +67,11 @@ struct SearchKindsTests {
         }
     }()
 
-    static func search(media: String, entity: String?, json: Bool = false) throws -> CommandRunner.Outcome {
+    static func search(media: String, entity: String?, json: Bool = false) async throws -> CommandRunner.Outcome {
         var arguments = ["search", "anything", "--media", media, "--endpoint", server.baseURL.absoluteString]
         if let entity { arguments += ["--entity", entity] }
         if json { arguments.append("--json") }
-        return try CommandRunner.run(arguments)
+        return try await CommandRunner.run(arguments)
     }
 
     /// Where each header column starts, in terminal cells (header words have no spaces; columns are two apart).
@@ -103,11 +103,11 @@ struct SearchKindsTests {
     }
 
     @Test(arguments: kinds.indices)
-    func aRowForEveryRecordWithItsKindAndWhatItOffers(index: Int) throws {
+    func aRowForEveryRecordWithItsKindAndWhatItOffers(index: Int) async throws {
         let expected = Self.kinds[index]
         let body = try #require(try JSONSerialization.jsonObject(with: try Self.body(expected.file)) as? [String: Any])
         let resultCount = try #require(body["resultCount"] as? Int)
-        let outcome = try Self.search(media: expected.media, entity: expected.entity)
+        let outcome = try await Self.search(media: expected.media, entity: expected.entity)
         #expect(outcome.status == 0, "\(outcome.stderr)")
         let lines = outcome.stdout.split(separator: "\n").map(String.init)
         #expect(lines.count == 1 + resultCount, "\(outcome.stdout)")
@@ -123,28 +123,28 @@ struct SearchKindsTests {
         }
     }
 
-    @Test func aWholeEpisodeSaysSoInTheTableAndInANote() throws {
-        let outcome = try Self.search(media: "podcast", entity: "podcastEpisode")
+    @Test func aWholeEpisodeSaysSoInTheTableAndInANote() async throws {
+        let outcome = try await Self.search(media: "podcast", entity: "podcastEpisode")
         #expect(outcome.stdout.contains("whole episode"))
         #expect(outcome.stdout.contains("46:40"))
         #expect(outcome.stderr.contains("note: some results are whole podcast episodes, not previews"))
         #expect(outcome.stderr.contains("max-size (default 50MB)"))
     }
 
-    @Test func durationsOfAnHourOrMoreShowHours() throws {
-        let outcome = try Self.search(media: "movie", entity: nil)
+    @Test func durationsOfAnHourOrMoreShowHours() async throws {
+        let outcome = try await Self.search(media: "movie", entity: nil)
         let starts = Self.columnStarts(try #require(outcome.stdout.split(separator: "\n").first.map(String.init)))
         let rows = outcome.stdout.split(separator: "\n").dropFirst()
         let times = rows.compactMap { Self.cells(String($0), starts: starts)?[4] }
         #expect(times == ["1:59:14", "2:18:22", "2:03:13"])
-        let shorter = try Self.search(media: "tvShow", entity: "tvEpisode")
+        let shorter = try await Self.search(media: "tvShow", entity: "tvEpisode")
         #expect(shorter.stdout.contains("  28:24  "))
     }
 
     /// Hostile titles neither shift a column nor reach the terminal as controls; wide text is cut on a
     /// character boundary with an ellipsis, within its column.
-    @Test func hostileTitlesStayInTheirColumns() throws {
-        let outcome = try Self.search(media: "shortFilm", entity: nil)
+    @Test func hostileTitlesStayInTheirColumns() async throws {
+        let outcome = try await Self.search(media: "shortFilm", entity: nil)
         #expect(outcome.status == 0, "\(outcome.stderr)")
         let lines = outcome.stdout.split(separator: "\n").map(String.init)
         #expect(lines.count == 1 + Self.hostile.count)
@@ -162,9 +162,9 @@ struct SearchKindsTests {
         #expect(lines[2].contains("Ame\u{301}lie"))
     }
 
-    @Test func jsonHasEveryResultWithItsKindAndWhatItOffers() throws {
+    @Test func jsonHasEveryResultWithItsKindAndWhatItOffers() async throws {
         for expected in Self.kinds {
-            let outcome = try Self.search(media: expected.media, entity: expected.entity, json: true)
+            let outcome = try await Self.search(media: expected.media, entity: expected.entity, json: true)
             let items = try #require(
                 try JSONSerialization.jsonObject(with: Data(outcome.stdout.utf8)) as? [[String: Any]])
             let body = try #require(
@@ -180,13 +180,13 @@ struct SearchKindsTests {
         }
     }
 
-    @Test func noResultsOnlyWhenTheAPIReturnedNone() throws {
-        let none = try CommandRunner.run([
+    @Test func noResultsOnlyWhenTheAPIReturnedNone() async throws {
+        let none = try await CommandRunner.run([
             "search", "zzzzqqqq", "--endpoint", Self.server.baseURL.absoluteString,
         ])
         #expect(none.status == 0)
         #expect(none.stdout == "no results for \"zzzzqqqq\"\n")
-        let unusable = try Self.search(media: "all", entity: nil)
+        let unusable = try await Self.search(media: "all", entity: nil)
         #expect(unusable.status == 0)
         #expect(unusable.stdout.contains("none of the 1 results for \"anything\" can be shown"))
         #expect(unusable.stderr.contains("an artist record without a trackId, collectionId or artistId"))
