@@ -16,7 +16,8 @@ import Synchronization
 /// with an ``Inspector`` (by default: the files under the folder), and throws a ``ContractFailure`` naming each
 /// clause that did not hold and why. No test framework is involved, so XCTest calls it the same way.
 ///
-/// The clauses, in ``Clause/all``: stores are whole and answer their locations; a collection is whole or
+/// The clauses, in ``Clause/all``: stores are whole and answer their locations; a sink that commits only at
+/// `finish` leaves the files it is given untouched until then; a collection is whole or
 /// absent at every moment of a store (what a crash would leave), also when a sink is dropped without
 /// `finish`; the same plan gives the same names at any concurrency; nothing lands outside the root through a
 /// planted symbolic link or a hostile name; `keep` answers truthfully; `finish` after an interruption leaves a
@@ -186,8 +187,9 @@ extension SinkContract.Clause {
     /// Every clause, in the order they run.
     public static var all: [Self] {
         [
-            .storesWholeFiles, .wholeOrAbsentDuringStores, .sameNamesAtAnyConcurrency, .nothingOutsideTheRoot,
-            .keepAnswersTruthfully, .finishAfterInterruption, .hundredConcurrentStores,
+            .storesWholeFiles, .stagedFilesUntouchedUntilCommit, .wholeOrAbsentDuringStores,
+            .sameNamesAtAnyConcurrency, .nothingOutsideTheRoot, .keepAnswersTruthfully, .finishAfterInterruption,
+            .hundredConcurrentStores,
         ]
     }
 
@@ -213,6 +215,30 @@ extension SinkContract.Clause {
                 "\(file.location) holds \(contents[file.location].map { "\($0.count) other bytes" } ?? "nothing")"
                     + ", expected the \(file.bytes.count) bytes stored")
         }
+    }
+
+    /// A sink that does not ``Sink/commitsEachStore`` leaves every file it is given where it is and unchanged
+    /// until its `finish` returns: the pipeline keeps those files so that a run interrupted before the commit
+    /// stores them again without fetching them. (A sink that commits each store may take the file; nothing is
+    /// asked of it here.)
+    public static let stagedFilesUntouchedUntilCommit = Self("staged files untouched until the commit") { context in
+        let sink = try await context.sink()
+        guard !sink.commitsEachStore else { return }
+        let items = (1...6).map { SinkContract.song($0) }
+        var given: [(URL, Data)] = []
+        for item in items {
+            let plan = try await sink.plan(item, asset: .preview)
+            let bytes = SinkContract.bytes(for: item)
+            let file = try context.staged(bytes, for: item)
+            _ = try await sink.store(file, as: plan)
+            given.append((file.url, bytes))
+        }
+        for (url, bytes) in given {
+            try demand(
+                (try? Data(contentsOf: url)) == bytes,
+                "\(url.lastPathComponent) was moved, deleted or changed by store, though commitsEachStore is false")
+        }
+        try await sink.finish()
     }
 
     /// Watched from outside while large files are stored, every planned name the collection shows is whole; a
