@@ -344,46 +344,35 @@ public struct Pipeline: Sendable {
                     pause(job, kept: kept, transferred: transferred, run)
                     return
                 }
-                if let response {
-                    if response.validator?.ifRangeValue != nil {
-                        // What arrived was fetched under a known validator: the next attempt goes on from it.
-                        (resumeFrom, validator, expected) = (kept, response.validator, response.expectedSize)
-                    } else {
-                        // Bytes without a validator cannot be resumed safely.
-                        (resumeFrom, validator, kept) = (0, nil, 0)
-                        try? FileManager.default.removeItem(at: staging)
-                    }
-                } else if transportError?.status == 416 || transportError?.code == .changedDuringResume {
-                    // The server's size or version disagreed with the kept bytes: start over.
+                attempt += 1
+                let decision = RetryDecision(
+                    error: error, response: response, keptBytes: kept, attempt: attempt,
+                    elapsed: ContinuousClock.now - started, policy: policy)
+                switch decision.kept {
+                case .unchanged: break
+                case .resume(let offset, let answered, let size):
+                    (resumeFrom, validator, expected) = (offset, answered, size)
+                case .discard:
                     (resumeFrom, validator, kept) = (0, nil, 0)
                     try? FileManager.default.removeItem(at: staging)
                 }
-                // Without an answer (a 5xx, a refused connection) the kept bytes stay as they were.
-                attempt += 1
-                let retryable = transportError.map { DownloadPolicy.isRetryable($0) || $0.status == 416 } ?? false
-                if retryable, attempt <= policy.retries {
-                    let wait =
-                        transportError?.status == 416 || transportError?.code == .changedDuringResume
-                        ? .zero : policy.delay(attempt: attempt, retryAfter: transportError?.headers?["Retry-After"])
-                    if overBudget(run) {
-                        // The run's failures reached its budget while this attempt ran.
+                if decision.next != .giveUp, overBudget(run) {
+                    // The run's failures reached its budget while this attempt ran: paused, not tried again.
+                    pause(job, kept: kept, transferred: transferred, run)
+                    return
+                }
+                if case .retry(let wait) = decision.next {
+                    ledger?.retrying(job.key)
+                    run.report(
+                        .retrying(
+                            ref, asset: job.asset, attempt: attempt, after: wait, reason: String(describing: error)))
+                    // Paused rather than tried again once the run's failures reach its budget: the next run goes on
+                    // with it.
+                    guard (try? await Task.sleep(for: wait)) != nil, !overBudget(run) else {
                         pause(job, kept: kept, transferred: transferred, run)
                         return
                     }
-                    if ContinuousClock.now - started + wait <= policy.retryBudget {
-                        ledger?.retrying(job.key)
-                        run.report(
-                            .retrying(
-                                ref, asset: job.asset, attempt: attempt, after: wait,
-                                reason: String(describing: error)))
-                        // Paused rather than tried again once the run's failures reach its budget: the next run
-                        // goes on with it.
-                        guard (try? await Task.sleep(for: wait)) != nil, !overBudget(run) else {
-                            pause(job, kept: kept, transferred: transferred, run)
-                            return
-                        }
-                        continue
-                    }
+                    continue
                 }
                 let reason = String(describing: error) + (attempt > 1 ? " (after \(attempt) attempts)" : "")
                 ledger?.failed(job.key, reason: reason, receivedBytes: kept)
@@ -561,287 +550,11 @@ public struct Pipeline: Sendable {
         }
     }
 
-    /// Where a download can go on from: the staging file's bytes when the ledger knows the validator
-    /// they were fetched under (a resume without one could splice two versions of the file).
+    /// Where a download can go on from (``ResumePoint``); kept bytes it cannot go on from are removed.
     private func resumePoint(_ job: Job, staging: URL, path: String) -> (Int64, Validator?) {
         let size = (try? Self.fileSize(atPath: path)) ?? 0
-        guard !options.refetch, size > 0, let entry = job.entry, let validator = entry.validator,
-            validator.ifRangeValue != nil, entry.url == job.url.absoluteString,
-            size <= entry.expectedBytes ?? .max
-        else {
-            if size > 0 { try? FileManager.default.removeItem(at: staging) }
-            return (0, nil)
-        }
-        return (size, validator)
-    }
-
-    /// A staging file name: readable, unique per source, item and asset, stable across runs, safe anywhere.
-    public static func stagingName(source: String, itemID: String, asset: AssetKind) -> String {
-        stagingNameAndShard(source: source, itemID: itemID, asset: asset).name
-    }
-
-    /// The staging name, and the subfolder it belongs in: the last digit of its hash (see ``shard(ofStagingName:)``).
-    static func stagingNameAndShard(source: String, itemID: String, asset: AssetKind) -> (name: String, shard: String) {
-        let readable: String
-        if itemID.utf8.allSatisfy({ $0 < 0x80 }) {
-            // On bytes, the same answer: Character-level filtering showed in profiles of many-file runs.
-            let kept = itemID.utf8.lazy.filter(\.isASCIILetterOrDigit)
-            readable = String(decoding: Array(kept.prefix(40)), as: UTF8.self)
-        } else {
-            readable = String(itemID.filter { $0.isASCII && ($0.isLetter || $0.isNumber) }.prefix(40))
-        }
-        let hash = stableHash(source + "\u{0}" + itemID)
-        return ("\(readable)-\(hash).\(asset.rawValue).part", hash.last.map(String.init) ?? "0")
-    }
-
-    /// Where the staging file of one asset lives: in one of sixteen subfolders named by the last digit of
-    /// the name's hash. A file is created under its folder's lock, and ext4 holds that lock while it looks
-    /// for a free inode; with one folder, the transport's threads took turns there and spun while waiting.
-    public static func stagingFile(in staging: URL, source: String, itemID: String, asset: AssetKind) -> URL {
-        stagingLocation(inFolder: staging.path, source: source, itemID: itemID, asset: asset).url
-    }
-
-    /// ``stagingFile(in:source:itemID:asset:)`` for the staging folder's path, with the file's path beside its
-    /// URL: each `URL.path` decodes the whole path again, and a download asks for it several times. One URL made
-    /// from the path: two appendingPathComponent calls cost 3 µs a file, this a quarter of that.
-    static func stagingLocation(
-        inFolder folder: String, source: String, itemID: String, asset: AssetKind
-    ) -> (url: URL, path: String) {
-        let (name, shard) = stagingNameAndShard(source: source, itemID: itemID, asset: asset)
-        let separator = folder.hasSuffix("/") ? "" : "/"
-        let url = URL(fileURLWithPath: folder + separator + shard + "/" + name, isDirectory: false)
-        return (url, url.path)
-    }
-
-    /// The staging subfolders: one per last digit of a staging name's hash.
-    static let stagingShards = "0123456789abcdef".map { String($0) }
-
-    /// The subfolder a staging file name belongs in: the last digit of its hash (`…-<hash>.<asset>.part`).
-    static func shard(ofStagingName name: String) -> String? {
-        guard name.hasSuffix(".part"), let dash = name.lastIndex(of: "-") else { return nil }
-        let hash = name[name.index(after: dash)...].prefix { $0 != "." }
-        // Only what stableHash writes (0-9, a-f): any other file is not ours to move.
-        guard let digit = hash.last.map(String.init), stagingShards.contains(digit) else { return nil }
-        return digit
-    }
-
-    /// Every staging subfolder, created when missing; partial files an earlier version kept directly in
-    /// the staging folder move into theirs, so their bytes still resume. One that cannot be moved stays
-    /// where it is (its download starts over): a stray file is no reason to stop a run.
-    static func prepareStaging(_ staging: URL) throws {
-        let files = FileManager.default
-        for shard in stagingShards {
-            try files.createDirectory(
-                at: staging.appendingPathComponent(shard, isDirectory: true), withIntermediateDirectories: true)
-        }
-        for name in (try? files.contentsOfDirectory(atPath: staging.path)) ?? [] {
-            guard let shard = shard(ofStagingName: name) else { continue }
-            let from = staging.appendingPathComponent(name)
-            let to = staging.appendingPathComponent(shard).appendingPathComponent(name)
-            // Never over a partial already in the subfolder: that one is newer, and the ledger's validator
-            // describes it. The old one then goes.
-            if link(from.path, to.path) == 0 || errno == EEXIST { _ = unlink(from.path) }
-        }
-    }
-
-    /// Every partial download in a staging folder (the sixteen subfolders, and the folder itself for files
-    /// an earlier version kept there).
-    public static func partialFiles(in staging: URL) -> [URL] {
-        let files = FileManager.default
-        let folders = [staging] + stagingShards.map { staging.appendingPathComponent($0) }
-        return folders.flatMap { folder in
-            ((try? files.contentsOfDirectory(atPath: folder.path)) ?? []).filter { $0.hasSuffix(".part") }
-                .map { folder.appendingPathComponent($0) }
-        }
-    }
-
-    /// FNV-1a: stable across runs and platforms, unlike `hashValue`.
-    static func stableHash(_ text: String) -> String {
-        var hash: UInt64 = 0xcbf2_9ce4_8422_2325
-        for byte in text.utf8 {
-            hash = (hash ^ UInt64(byte)) &* 0x100_0000_01b3
-        }
-        return String(hash, radix: 16)
-    }
-
-    /// Where a run keeps partial downloads, inside its state directory.
-    public static func stagingDirectory(state: URL) -> URL {
-        state.appendingPathComponent("staging")
-    }
-
-    /// The size of a file, by `stat` (FileManager's attribute dictionary showed in profiles).
-    static func fileSize(_ url: URL) throws -> Int64 {
-        try fileSize(atPath: url.path)
-    }
-
-    static func fileSize(atPath path: String) throws -> Int64 {
-        var info = stat()
-        guard stat(path, &info) == 0 else {
-            throw PipelineError("cannot read \(path): \(String(cString: strerror(errno)))")
-        }
-        return Int64(info.st_size)
-    }
-}
-
-/// A store an archive sink has not committed yet, and where its file is kept until it has.
-private struct UncommittedStore: Sendable {
-    var key: LedgerKey
-    var record: StoredRecord
-    var keptAt: String
-}
-
-/// What the workers of one run share: the tally, the events, the ledger's batching, and the
-/// stores an archive sink has not committed yet.
-private final class RunState: Sendable {
-    let ledger: Ledger?
-    let events: @Sendable (PipelineEvent) -> Void
-    let tally = Mutex(RunSummary())
-    private let uncommitted = Mutex<[UncommittedStore]>([])
-    private let stopped = Mutex<String?>(nil)
-    private let ledgerTrouble = Mutex(false)
-    /// The transfer slots: `concurrency` downloads move bytes at once.
-    let transfers: Slots
-
-    /// The staging folder's path (see ``Pipeline/stagingLocation(inFolder:source:itemID:asset:)``).
-    let stagingFolder: String
-    /// Downloads under way, from their first attempt to their store, retry delays included: twice the
-    /// transfer slots. A store does not hold a place, so a durable one waiting on the disk does not hold the
-    /// next download back; a retry does, so that during a run of failures (503s, say) new items do not start
-    /// while others wait to try again, and a failure budget stops the run close to its count.
-    let underWay: Slots
-
-    init(
-        ledger: Ledger?, events: @escaping @Sendable (PipelineEvent) -> Void, transfers: Int, stagingFolder: String
-    ) {
-        self.ledger = ledger
-        self.events = events
-        self.transfers = Slots(limit: transfers)
-        self.underWay = Slots(limit: 2 * transfers)
-        self.stagingFolder = stagingFolder
-    }
-
-    func report(_ event: PipelineEvent) {
-        tally.withLock { $0.count(event) }
-        events(event)
-        // Every event is a chance to commit a due batch, except progress: it comes from the transport's
-        // threads (a curl engine's), where a SQLite commit would hold up every transfer of that engine.
-        // The run's own ticker commits a long download's validator instead (see ``tickLedger()``).
-        if case .progress = event { return }
-        flushLedger()
-    }
-
-    /// Commits the ledger's due batch every quarter second until cancelled, so that what a long download
-    /// learned (its validator) is on disk within a moment even when no other event comes.
-    func tickLedger() async {
-        guard ledger != nil else { return }
-        while (try? await Task.sleep(for: .milliseconds(250))) != nil {
-            flushLedger()
-        }
-    }
-
-    /// Why the run stopped starting new items, if it did.
-    var stopReason: String? { stopped.withLock { $0 } }
-
-    func stop(_ reason: String) {
-        let first = stopped.withLock { current in
-            defer { if current == nil { current = reason } }
-            return current == nil
-        }
-        if first {
-            tally.withLock { $0.stopReason = reason }
-            events(.notice("stopping: " + reason))
-        }
-    }
-
-    func transferred(_ bytes: Int64) {
-        tally.withLock { $0.bytesTransferred += bytes }
-    }
-
-    func deferStored(_ key: LedgerKey, _ record: StoredRecord, keptAt path: String) {
-        uncommitted.withLock { $0.append(UncommittedStore(key: key, record: record, keptAt: path)) }
-    }
-
-    func takeUncommitted() -> [UncommittedStore] {
-        uncommitted.withLock { pending in
-            defer { pending.removeAll() }
-            return pending
-        }
-    }
-
-    /// Commits the ledger's batch when due (or now). A ledger that cannot be written costs only
-    /// re-fetching next time, so the run goes on and says so once.
-    /// - Returns: false when the ledger could not be written.
-    @discardableResult
-    func flushLedger(force: Bool = false) -> Bool {
-        guard let ledger else { return true }
-        do {
-            if force { try ledger.flush() } else { try ledger.flushIfDue() }
-            return true
-        } catch {
-            let first = ledgerTrouble.withLock { seen in
-                defer { seen = true }
-                return !seen
-            }
-            if first {
-                events(
-                    .notice("the ledger could not be written (\(error)); this run's progress will not be remembered"))
-            }
-            return false
-        }
-    }
-}
-
-/// The head of the answer to one attempt, filled in by the transport's callback.
-private final class AnswerBox: Sendable {
-    private let head = Mutex<DownloadResponse?>(nil)
-
-    func set(_ value: DownloadResponse) { head.withLock { $0 = value } }
-    var value: DownloadResponse? { head.withLock { $0 } }
-}
-
-/// Thrown into the source when the failure budget stopped the run.
-private struct StopRequested: Error {}
-
-/// A problem the pipeline itself found with a download.
-public struct PipelineError: Error, Sendable, CustomStringConvertible {
-    public var message: String
-
-    public init(_ message: String) {
-        self.message = message
-    }
-
-    public var description: String { message }
-}
-
-/// Lets through one progress report per interval.
-private final class ProgressThrottle: Sendable {
-    private let interval: Duration
-    private let last = Mutex<ContinuousClock.Instant?>(nil)
-
-    init(interval: Duration) {
-        self.interval = interval
-    }
-
-    func shouldReport() -> Bool {
-        let now = ContinuousClock.now
-        return last.withLock { last in
-            if let previous = last, now - previous < interval { return false }
-            last = now
-            return true
-        }
-    }
-}
-
-extension RunSummary {
-    mutating func count(_ event: PipelineEvent) {
-        switch event {
-        case .stored(_, _, _, let bytes):
-            stored += 1
-            self.bytes += bytes
-        case .failed: failed += 1
-        case .skipped: skipped += 1
-        case .alreadyStored: alreadyStored += 1
-        case .itemStarted, .progress, .retrying, .notice, .finished: break
-        }
+        let point = ResumePoint.decide(kept: size, entry: job.entry, url: job.url, refetch: options.refetch)
+        if size > 0 && point.offset == 0 { try? FileManager.default.removeItem(at: staging) }
+        return (point.offset, point.validator)
     }
 }
