@@ -124,6 +124,11 @@ let package = Package(
             swiftSettings: strict
         ),
         .testTarget(
+            name: "ExecPluginsTests",
+            dependencies: ["ExecPlugins", "MediaFetchCLI", "mediafetch", "MediaFetchCore", "MediaFetchTesting"],
+            swiftSettings: strict
+        ),
+        .testTarget(
             name: "MediaFetchTestingTests",
             dependencies: ["MediaFetchTesting", "MediaFetchCore"],
             swiftSettings: strict
