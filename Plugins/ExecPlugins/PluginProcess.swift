@@ -17,8 +17,8 @@ struct PluginExit: Sendable, CustomStringConvertible {
     }
 }
 
-/// What a plugin's stdout brings, in order; `ended` comes once, last, when the output is closed and the process
-/// has exited.
+/// What a plugin's stdout brings, in order; `ended` comes once, last, when stdout and stderr are closed and the
+/// process has exited.
 enum PluginOutput: Sendable {
     /// A line without its newline (and without a carriage return before it); `number` counts from 1.
     case line(number: Int, bytes: [UInt8])
@@ -101,12 +101,13 @@ final class PluginProcess: Sendable {
             }
             life.outputEnded()
         }.start()
-        Thread {
+        Thread { [life] in
             Self.readLines(stderr.fileHandleForReading, maxBytes: Self.maxDiagnosticBytes, cutsLongLines: true) {
                 _, bytes in
                 guard let bytes else { return }
                 diagnostics("[\(name)] " + Self.printable(bytes))
             }
+            life.outputEnded()
         }.start()
     }
 
@@ -135,11 +136,13 @@ final class PluginProcess: Sendable {
         }
     }
 
-    /// What the reader thread, Foundation's exit report and `stop` share: the end is handed on once both the output
-    /// is closed and the exit is known, and only once.
+    /// What the reader threads, Foundation's exit report and `stop` share: the end is handed on once stdout and
+    /// stderr are closed and the exit is known, and only once. Waiting for stderr too means that a plugin's last
+    /// words (a traceback) are shown before anything reports its end.
     private final class Life: Sendable {
         private struct State {
-            var outputEnded = false
+            /// Of stdout and stderr.
+            var streamsEnded = 0
             var exit: PluginExit?
             var endDelivered = false
             var stopping = false
@@ -159,8 +162,9 @@ final class PluginProcess: Sendable {
             deliverEndIfDone()
         }
 
+        /// stdout or stderr reached its end.
         func outputEnded() {
-            state.withLock { $0.outputEnded = true }
+            state.withLock { $0.streamsEnded += 1 }
             deliverEndIfDone()
         }
 
@@ -174,7 +178,7 @@ final class PluginProcess: Sendable {
 
         private func deliverEndIfDone() {
             let exit = state.withLock { state -> PluginExit? in
-                guard state.outputEnded, let exit = state.exit, !state.endDelivered else { return nil }
+                guard state.streamsEnded == 2, let exit = state.exit, !state.endDelivered else { return nil }
                 state.endDelivered = true
                 return exit
             }
