@@ -119,6 +119,81 @@ struct ExecSinkTests {
         #expect(outcome.summary.sinkError?.contains("is not running") == true)
     }
 
+    @Test func aPluginThatStopsReadingFailsItsItemsAndNeverKillsMediafetch() async throws {
+        let fixture = try ExecFixture(files: 2)
+        // Closes its stdin after the hello: the next request written to it would raise SIGPIPE in mediafetch.
+        try fixture.script(
+            "deaf.sh",
+            #"""
+            #!/bin/sh
+            IFS= read -r hello
+            exec 0<&-
+            printf '{"type":"hello","protocol":1}\n'
+            exit 3
+            """#)
+        let outcome = try await fixture.run(
+            """
+            \(fixture.urlSource)
+            sink: {use: exec, command: [./deaf.sh]}
+            """)
+        #expect(outcome.summary.failed == 2 && outcome.summary.stored == 0)
+        #expect(
+            outcome.failures.values.allSatisfy { $0.hasPrefix("exec sink deaf.sh: ") && $0.contains("status 3") },
+            "\(outcome.failures)")
+    }
+
+    @Test func aPluginMayAnswerSeveralRequestsOutOfOrderByTheirIds() async throws {
+        _ = try RequiredProgram.python3.locate()
+        let fixture = try ExecFixture(files: 6)
+        // Holds what it is asked until nothing more comes for a moment, then answers the newest first.
+        try fixture.write(
+            "batch.py",
+            #"""
+            import json, os, select, shutil, sys
+
+            def send(message):
+                sys.stdout.write(json.dumps(message) + "\n")
+                sys.stdout.flush()
+
+            def answer(request):
+                if request["type"] == "plan":
+                    return {"type": "planned", "id": request["id"], "path": request["suggested"]}
+                if request["type"] == "store":
+                    target = os.path.join("out", request["path"])
+                    os.makedirs(os.path.dirname(target) or ".", exist_ok=True)
+                    shutil.move(request["file"], target)
+                    return {"type": "stored", "id": request["id"], "location": target}
+                if request["type"] == "finish":
+                    return {"type": "finished", "id": request["id"]}
+                return {"type": "error", "id": request["id"], "message": "not here"}
+
+            # Read from the descriptor, not sys.stdin: its buffer would hide lines from select.
+            unread = b""
+            waiting = []
+            while True:
+                ready, _, _ = select.select([0], [], [], 0.05 if waiting else None)
+                if ready:
+                    chunk = os.read(0, 65536)
+                    if not chunk:
+                        break
+                    *lines, unread = (unread + chunk).split(b"\n")
+                    waiting.extend(json.loads(line) for line in lines if line)
+                    if waiting and waiting[0]["type"] == "hello":
+                        waiting.pop(0)
+                        send({"type": "hello", "protocol": 1})
+                    continue
+                while waiting:
+                    send(answer(waiting.pop()))
+            """#)
+        let outcome = try await fixture.run(
+            """
+            \(fixture.urlSource)
+            sink: {use: exec, command: [python3, batch.py], concurrency: 4, layout: "{title}.{ext}"}
+            """)
+        #expect(outcome.summary.stored == 6 && outcome.summary.exitCode == 0, "\(outcome.failures)")
+        #expect(try fixture.tree("out") == Self.served(fixture))
+    }
+
     @Test func anAnswerWithoutItsFieldNamesThePluginTheLineAndWhatWasExpected() async throws {
         let fixture = try ExecFixture(files: 2)
         try fixture.script(
