@@ -63,9 +63,7 @@ public struct ExecSource: Source {
                         try message.itemRef(), url: try message.string("url").flatMap { URL(string: $0) },
                         reason: try message.requiredString("reason")))
             case "error":
-                throw ExecPluginError(
-                    .reported, role: "source", plugin: command.name, line: message.line,
-                    try message.string("message") ?? "the plugin reported an error without a message")
+                throw error(.reported, "reported an error: " + (try message.string("message") ?? "(no message)"))
             case "end":
                 try await awaitExit(queue, process)
                 return

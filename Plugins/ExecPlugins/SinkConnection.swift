@@ -219,9 +219,7 @@ final class SinkConnection: Sendable {
         } else if let given = try message.integer("id") {
             id = given
         } else if message.type == "error" {
-            throw ExecPluginError(
-                .reported, role: "sink", plugin: command.name, line: message.line,
-                "reported an error: " + (try message.string("message") ?? "(no message)"))
+            throw error(.reported, "reported an error: " + (try message.string("message") ?? "(no message)"))
         } else {
             throw message.failure("expected an \"id\" naming the request this \(message.type) message answers")
         }
@@ -230,10 +228,9 @@ final class SinkConnection: Sendable {
             throw message.failure("an answer to request \(id), which is not waiting for one (never sent, or answered)")
         }
         if message.type == "error", id != 0 {
+            let reason = try message.string("message") ?? "(no message)"
             pending.continuation.resume(
-                throwing: ExecPluginError(
-                    .reported, role: "sink", plugin: command.name, line: message.line,
-                    "could not do \(pending.name): " + (try message.string("message") ?? "(no message)")))
+                throwing: error(.reported, "answered \(pending.name) with an error: \(reason)"))
         } else if message.type == pending.expects || id == 0 {
             // The hello's answer is checked by the starting request, which knows what a refusal means.
             pending.continuation.resume(returning: message)

@@ -110,7 +110,8 @@ final class ExecFixture {
     }
 
     /// A sink in Python for the failure tests: stores files under its `folder` option at the suggested path (or at
-    /// `path`, when that option is given), and kills itself with SIGKILL at the store request numbered `crash-at`.
+    /// `path`, when that option is given), kills itself with SIGKILL at the store request numbered `crash-at`, and
+    /// answers a store of a path containing `refuse` with an error.
     static let testSink = """
         import json, os, shutil, sys
 
@@ -131,6 +132,9 @@ final class ExecFixture {
                 stores += 1
                 if str(stores) == options.get("crash-at"):
                     os.kill(os.getpid(), 9)
+                if options.get("refuse") and options["refuse"] in request["path"]:
+                    send({"type": "error", "id": request["id"], "message": "no room for " + request["path"]})
+                    continue
                 target = os.path.join(options["folder"], request["path"])
                 os.makedirs(os.path.dirname(target), exist_ok=True)
                 shutil.move(request["file"], target)

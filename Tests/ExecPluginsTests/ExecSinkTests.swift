@@ -42,6 +42,20 @@ struct ExecSinkTests {
         #expect(second.summary.alreadyStored == 4 && second.summary.stored == 0)
     }
 
+    @Test func anErrorAnswerFailsThatItemOnlyAndThePluginGoesOn() async throws {
+        let fixture = try ExecFixture(files: 3)
+        try fixture.writeTestSink()
+        let outcome = try await fixture.run(Self.config(fixture, options: ", refuse: f2"))
+        #expect(outcome.summary.stored == 2 && outcome.summary.failed == 1 && outcome.summary.sinkError == nil)
+        let reason = try #require(outcome.failures.values.first)
+        #expect(
+            reason.hasPrefix("exec sink test-sink.py: answered store request ")
+                && reason.hasSuffix(" (f2.bin) with an error: no room for f2.bin"), "\(reason)")
+        var expected = try Self.served(fixture)
+        expected["f2.bin"] = nil
+        #expect(try fixture.tree("out") == expected)
+    }
+
     @Test func pathsThePluginAnswersAreMadeSafeAndUnique() async throws {
         let fixture = try ExecFixture(files: 3)
         try fixture.writeTestSink()

@@ -65,6 +65,19 @@ struct ExecSourceTests {
                 + "least 0 in the item message, got the string \"one\"")
     }
 
+    @Test func anErrorMessageEndsTheSourceWithItsReason() async throws {
+        let fixture = try ExecFixture()
+        try Self.source(
+            fixture, "failing.sh",
+            """
+            \(Self.item("1", "$URL1"))
+            printf '{"type":"error","message":"the catalog answered 503"}\\n'
+            """)
+        let outcome = try await fixture.run(Self.config("failing.sh"))
+        #expect(outcome.summary.sourceError == "exec source failing.sh: reported an error: the catalog answered 503")
+        #expect(outcome.summary.stored == 1 && outcome.summary.exitCode == 3)
+    }
+
     @Test func aPluginThatCrashesMidRunEndsTheSourceAndKeepsWhatItSent() async throws {
         let fixture = try ExecFixture()
         try Self.source(
