@@ -19,7 +19,7 @@ public struct ExecCommand: Sendable {
     public var timeout: Duration
 
     /// - Parameters:
-    ///   - program: an absolute path; a relative one is taken against `directory`.
+    ///   - program: the program's file URL.
     ///   - name: nil for the program's file name.
     public init(
         program: URL, arguments: [String] = [], directory: URL, name: String? = nil,

@@ -107,7 +107,8 @@ public struct ExecSource: Source {
             guard let output = try await queue.next(timeout: command.timeout) else {
                 throw error(
                     .timedOut,
-                    "took longer than its timeout (\(command.timeout.formattedSeconds)) \(what), so it was stopped")
+                    "took longer than its timeout (\(command.timeout.formattedSeconds)) \(what), so it was stopped"
+                        + Handshake.flushHint)
             }
             switch output {
             case .line(_, let bytes) where Self.isBlank(bytes):

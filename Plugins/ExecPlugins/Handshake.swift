@@ -5,6 +5,9 @@ enum Handshake {
     /// The oldest version this build still speaks.
     static let oldestVersion = 1
 
+    /// Added to a timeout's message: an unflushed line looks exactly like a hang, and is the usual cause.
+    static let flushHint = " (a plugin must flush its output after every line)"
+
     /// What mediafetch sends first.
     static func hello(role: String, command: ExecCommand) -> [UInt8] {
         var line = JSONLine(type: "hello")

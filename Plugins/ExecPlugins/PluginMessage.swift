@@ -105,7 +105,7 @@ struct PluginMessage: Sendable {
         var raw = fields
         raw["type"] = nil
         return MediaItem(
-            id: try requiredString("id"),
+            id: try itemID(),
             kind: try string("kind"),
             title: try requiredString("title"),
             artist: try string("artist"),
@@ -120,9 +120,16 @@ struct PluginMessage: Sendable {
             raw: .object(raw))
     }
 
+    /// An item's `id`: a non-empty string, or a whole number taken as its digits (catalogs' ids often are numbers,
+    /// and a plugin passing one on should not have to know that mediafetch keys items by text).
+    func itemID() throws(ExecPluginError) -> String {
+        if case .number = fields["id"], let number = try integer("id") { return String(number) }
+        return try requiredString("id")
+    }
+
     /// The item a `skip` or `fail` message is about: its id, and its title when given (the id otherwise).
     func itemRef() throws(ExecPluginError) -> ItemRef {
-        let id = try requiredString("id")
+        let id = try itemID()
         return ItemRef(id: id, title: try string("title") ?? id, artist: try string("artist"))
     }
 

@@ -302,7 +302,7 @@ final class SinkConnection: Sendable {
                 error(
                     .timedOut,
                     "did not answer \(waiting.name) within \(command.timeout.formattedSeconds) (its timeout), so it "
-                        + "was stopped"),
+                        + "was stopped" + Handshake.flushHint),
                 culprit: id)
         }
     }

@@ -127,7 +127,8 @@ struct ExecSinkTests {
         #expect(
             reasons.contains {
                 $0.hasPrefix("exec sink hang.sh: did not answer store request ")
-                    && $0.hasSuffix("within 1s (its timeout), so it was stopped")
+                    && $0.hasSuffix(
+                        "within 1s (its timeout), so it was stopped (a plugin must flush its output after every line)")
             }, "\(reasons)")
         #expect(reasons.allSatisfy { $0.contains("1s (its timeout)") }, "\(reasons)")
         #expect(outcome.summary.sinkError?.contains("is not running") == true)

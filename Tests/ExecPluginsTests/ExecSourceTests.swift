@@ -115,7 +115,8 @@ struct ExecSourceTests {
         let outcome = try await fixture.run(Self.config("hang.sh", timeout: "1s"))
         #expect(
             outcome.summary.sourceError
-                == "exec source hang.sh: took longer than its timeout (1s) to write its next line, so it was stopped")
+                == "exec source hang.sh: took longer than its timeout (1s) to write its next line, so it was stopped "
+                + "(a plugin must flush its output after every line)")
         #expect(outcome.summary.stored == 1)
         #expect(outcome.seconds < 20, "the run took \(outcome.seconds) s")
         let sleeper = try #require(
@@ -167,7 +168,7 @@ struct ExecSourceTests {
                 + "speak protocol 0 only")
     }
 
-    @Test func theHelloCarriesTheOptionsAndARepeatedIdIsSkipped() async throws {
+    @Test func theHelloCarriesTheOptionsAndIdsAreKeptApart() async throws {
         let fixture = try ExecFixture()
         // Keeps its hello, so the test can see what it was sent: exactly what PROTOCOL.md says it is.
         try Self.source(
@@ -177,6 +178,7 @@ struct ExecSourceTests {
             \(Self.item("1", "$URL1"))
             \(Self.item("1", "$URL2"))
             printf '{"type":"skip","id":"3","reason":"not today"}\\n'
+            printf '{"type":"item","id":4,"title":"Four","previewUrl":"%s"}\\n' "$URL2"
             printf '{"type":"end"}\\n'
             """)
         let outcome = try await fixture.run(
@@ -184,14 +186,18 @@ struct ExecSourceTests {
             source: {use: exec, command: [./echo.sh], options: {file: "a b.csv", quote: "back\\slash \"q\" é"}}
             sink: {use: directory, path: out, layout: "{id}.bin"}
             """#)
-        #expect(outcome.summary.stored == 1 && outcome.summary.exitCode == 0, "\(outcome.failures)")
+        #expect(outcome.summary.stored == 2 && outcome.summary.exitCode == 0, "\(outcome.failures)")
         let hello = String(
             decoding: try Data(contentsOf: fixture.folder.appendingPathComponent("hello.json")), as: UTF8.self)
         #expect(
             hello
                 == #"{"type":"hello","protocol":1,"minProtocol":1,"role":"source","name":"echo.sh","options":"#
                 + #"{"file":"a b.csv","quote":"back\\slash \"q\" é"}}"# + "\n")
-        #expect(try fixture.tree("out") == ["1.bin": try fixture.served(fixture.paths[0])])
+        // The second item with id 1 is skipped; a whole-number id is taken as its digits.
+        #expect(
+            try fixture.tree("out") == [
+                "1.bin": try fixture.served(fixture.paths[0]), "4.bin": try fixture.served(fixture.paths[1]),
+            ])
         #expect(outcome.skips["1"] == "echo.sh line 3: the same id as line 2")
         #expect(outcome.skips["3"] == "not today")
     }
