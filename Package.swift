@@ -7,11 +7,13 @@ let strict: [SwiftSetting] = [
 ]
 
 /// A plugin is a library target under `Plugins/<Name>` that imports the core and no other plugin.
-func plugin(_ name: String, dependencies: [Target.Dependency] = []) -> Target {
+/// - Parameter exclude: files in its folder that are not sources (documents).
+func plugin(_ name: String, dependencies: [Target.Dependency] = [], exclude: [String] = []) -> Target {
     .target(
         name: name,
         dependencies: ["MediaFetchCore"] + dependencies,
         path: "Plugins/\(name)",
+        exclude: exclude,
         swiftSettings: strict
     )
 }
@@ -19,6 +21,7 @@ func plugin(_ name: String, dependencies: [Target.Dependency] = []) -> Target {
 /// The plugin targets under `Plugins/`, each also a library product.
 let bundledPlugins = [
     "ITunesSource", "URLListSource", "FoundationTransport", "CurlTransport", "DirectorySink", "ArchiveSink",
+    "ExecPlugins",
 ]
 
 let package = Package(
@@ -70,13 +73,14 @@ let package = Package(
         plugin("CurlTransport", dependencies: ["CCurl"]),
         plugin("DirectorySink", dependencies: ["CLinux"]),
         plugin("ArchiveSink", dependencies: ["CArchive", "CLinux"]),
+        plugin("ExecPlugins", exclude: ["PROTOCOL.md"]),
         .target(name: "MediaFetchTesting", dependencies: ["MediaFetchCore"], swiftSettings: strict),
         .target(
             name: "MediaFetchCLI",
             dependencies: [
                 "MediaFetchCore", "MediaFetchTesting",
                 "ITunesSource", "URLListSource", "FoundationTransport", "CurlTransport", "DirectorySink",
-                "ArchiveSink",
+                "ArchiveSink", "ExecPlugins",
             ],
             swiftSettings: strict
         ),
@@ -117,6 +121,11 @@ let package = Package(
         .testTarget(
             name: "ArchiveSinkTests",
             dependencies: ["ArchiveSink", "MediaFetchCore", "MediaFetchTesting"],
+            swiftSettings: strict
+        ),
+        .testTarget(
+            name: "ExecPluginsTests",
+            dependencies: ["ExecPlugins", "MediaFetchCLI", "mediafetch", "MediaFetchCore", "MediaFetchTesting"],
             swiftSettings: strict
         ),
         .testTarget(

@@ -1,6 +1,7 @@
 import ArchiveSink
 import CurlTransport
 import DirectorySink
+import ExecPlugins
 import FoundationTransport
 import ITunesSource
 import MediaFetchCore
@@ -8,16 +9,18 @@ import URLListSource
 
 /// Every plugin this package ships, with the defaults a config falls back on.
 public enum BundledPlugins {
-    /// The bundled sources (`itunes`, `urls`), transports (`curl`, the default, and `foundation`) and sinks
-    /// (`directory`, the default, and `tar`). A new registry each time: add your own plugins to a copy.
+    /// The bundled sources (`itunes`, `urls`, `exec`), transports (`curl`, the default, and `foundation`) and sinks
+    /// (`directory`, the default, `tar` and `exec`). A new registry each time: add your own plugins to a copy.
     public static var registry: PluginRegistry {
         var registry = PluginRegistry()
         registry.register(source: ITunesSource.descriptor)
         registry.register(source: URLListSource.descriptor)
+        registry.register(source: ExecSource.descriptor)
         registry.register(transport: CurlTransport.descriptor, isDefault: true)
         registry.register(transport: FoundationTransport.descriptor)
         registry.register(sink: DirectorySink.descriptor, isDefault: true)
         registry.register(sink: ArchiveSink.descriptor)
+        registry.register(sink: ExecSink.descriptor)
         return registry
     }
 }

@@ -1,7 +1,7 @@
 import Foundation
 
-/// An outside program a test runs (nginx, GNU tar, bsdtar, zstd, xz, openssl, `/usr/bin/time`, curl), and the
-/// Debian package that brings it.
+/// An outside program a test runs (nginx, GNU tar, bsdtar, zstd, xz, openssl, `/usr/bin/time`, curl, python3), and
+/// the Debian package that brings it.
 ///
 /// A test asks for the program with ``locate()`` before it uses it, so that where the program is missing the
 /// test fails with one line that names it and the command that installs it, instead of `exited with 127`
@@ -33,6 +33,8 @@ public struct RequiredProgram: Sendable, Hashable, CustomStringConvertible {
     /// GNU time, for a child's peak memory (`-f %M`); the shell's `time` keyword cannot do that.
     public static let time = RequiredProgram("time", debianPackage: "time", extraFolders: ["/usr/bin"])
     public static let curl = RequiredProgram("curl", debianPackage: "curl")
+    /// The interpreter of the exec examples' CSV source and of small test plugins.
+    public static let python3 = RequiredProgram("python3", debianPackage: "python3")
 
     public var description: String { name }
 

@@ -17,7 +17,7 @@ struct RequiredProgramTests {
     }
 
     @Test func everyProgramTheTestsUseIsFoundOrNamed() throws {
-        let programs: [RequiredProgram] = [.nginx, .gnuTar, .bsdtar, .zstd, .xz, .openssl, .time, .curl]
+        let programs: [RequiredProgram] = [.nginx, .gnuTar, .bsdtar, .zstd, .xz, .openssl, .time, .curl, .python3]
         // Found where it is installed, also outside the PATH an ordinary user has (nginx in /usr/sbin).
         for program in programs {
             let found = try program.locate(environment: ["PATH": "/usr/local/bin:/usr/bin:/bin"])
