@@ -167,24 +167,23 @@ final class ArchiveSession {
         guard let temporary else { throw SinkError("the archive \(path.path) lost its temporary file") }
         let descriptor = output
         output = -1
-        let synced = fsync(descriptor) == 0 ? 0 : errno
-        let closed = Glibc.close(descriptor) == 0 ? 0 : errno
-        if synced != 0 || closed != 0 {
-            abandon()
-            throw SinkError("cannot flush \(temporary.path) to disk: \(errorText(synced != 0 ? synced : closed))")
-        }
-        guard rename(temporary.path, path.path) == 0 else {
+        guard Glibc.close(descriptor) == 0 else {
             let code = errno
             abandon()
-            throw SinkError("cannot move the archive into place at \(path.path): \(errorText(code))")
+            throw SinkError("cannot write \(temporary.path) to disk: \(errorText(code))")
+        }
+        // The core's durable placement, as for any stored file: flushed, renamed over the previous archive, the
+        // folder flushed, never through a link.
+        let placement = SafePlacement(
+            rootPath: path.deletingLastPathComponent().path, relativePath: path.lastPathComponent,
+            item: ItemRef(id: path.lastPathComponent, title: "the archive"))
+        do {
+            try placement.place(temporary.path)
+        } catch {
+            abandon()
+            throw SinkError("cannot move the archive into place at \(path.path): \(error.message)", cause: error)
         }
         self.temporary = nil
-        // The rename itself must survive a crash; if this flush fails the archive is complete all the same.
-        let directory = open(path.deletingLastPathComponent().path, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
-        if directory >= 0 {
-            _ = fsync(directory)
-            _ = Glibc.close(directory)
-        }
     }
 
     /// Drops the temporary archive, leaving ``path`` as it was. Safe to call more than once.
@@ -242,10 +241,4 @@ final class ArchiveSession {
         guard value.isFinite else { return 0 }
         return Int(min(max(value, 0), 8_589_934_591))
     }
-}
-
-/// The strerror text for `code`.
-func errorText(_ code: Int32) -> String {
-    guard let text = strerror(code) else { return "error \(code)" }
-    return String(cString: text)
 }
