@@ -286,4 +286,29 @@ struct PipelineTests {
             #expect(entry.reason?.hasSuffix("(after \(retries + 1) attempts)") == true, "\(entry.reason ?? "")")
         }
     }
+
+    /// An item with nothing the sink wants is counted skipped with what it lacks, whatever the sink wants.
+    @Test func anItemWithNoFileTheSinkWantsIsSkippedWithWhatItLacks() async throws {
+        struct ArtworkSink: Sink {
+            var assets: [AssetKind]
+            func plan(_ item: MediaItem, asset: AssetKind) async throws -> StoragePlan {
+                StoragePlan(item: item.ref, asset: asset, relativePath: "\(item.id).\(asset.rawValue)")
+            }
+            func store(_ file: StagedFile, as plan: StoragePlan) async throws -> String { plan.relativePath }
+        }
+        let artist = SourceOutput.item(MediaItem(id: "909253", kind: "artist", title: "Jack Johnson"))
+        for (assets, reason) in [
+            ([AssetKind.artwork], "no artwork URL"), ([.preview], "no preview URL"),
+            ([.preview, .artwork], "no preview or artwork URL"),
+        ] {
+            let skips = Mutex<[String]>([])
+            let summary = await Pipeline(
+                source: ListSource(outputs: [artist]), transport: FakeTransport(concurrency: 1),
+                sink: ArtworkSink(assets: assets), options: .init(concurrency: 1, stagingDirectory: Self.staging()),
+                events: { event in if case .skipped(_, let why) = event { skips.withLock { $0.append(why) } } }
+            ).run()
+            #expect(summary.skipped == 1 && summary.stored == 0, "\(assets)")
+            #expect(skips.withLock { $0 } == [reason])
+        }
+    }
 }

@@ -234,11 +234,14 @@ public struct Pipeline: Sendable {
     /// not depend on what is already there), and drops what an earlier run stored and the sink kept.
     private func plan(_ item: MediaItem, known: [LedgerKey: LedgerEntry], _ run: RunState) async throws -> [Job] {
         var jobs: [Job] = []
+        let missing = sink.assets.filter { sink.url(for: $0, of: item) == nil }
+        // An item none of whose wanted files exists is skipped, and so is one without the preview most runs
+        // want; a missing artwork beside a preview is no news.
+        if !missing.isEmpty, missing.contains(.preview) || missing.count == sink.assets.count {
+            run.report(.skipped(item.ref, reason: "no " + missing.map(\.rawValue).joined(separator: " or ") + " URL"))
+        }
         for asset in sink.assets {
-            guard let url = sink.url(for: asset, of: item) else {
-                if asset == .preview { run.report(.skipped(item.ref, reason: "no preview URL")) }
-                continue
-            }
+            guard let url = sink.url(for: asset, of: item) else { continue }
             let key = LedgerKey(source: options.sourceName, itemID: item.id, asset: asset)
             let plan: StoragePlan
             do {
