@@ -59,7 +59,7 @@ public struct MediaItem: Sendable, Hashable, Codable {
         self.raw = raw
     }
 
-    /// Decodes what ``encode(to:)`` wrote; `isFullLength` may be missing (JSON written before it existed, or
+    /// Decodes what encoding a `MediaItem` wrote; `isFullLength` may be missing (JSON written before it existed, or
     /// by a program that does not know it), and then is false.
     public init(from decoder: any Decoder) throws {
         let container = try decoder.container(keyedBy: CodingKeys.self)
