@@ -23,7 +23,7 @@ public enum CLI {
                 + "search the iTunes catalog and print what it finds"
         ),
         ("check", "check CONFIG [--set KEY=VALUE]...: validate a config and print the resolved pipeline"),
-        ("status", "status CONFIG [--json]: what the ledger records: stored, partial, failed, pending"),
+        ("status", "status CONFIG [--json]: what the ledger records: stored, verified, partial, failed, pending"),
         ("clean", "clean CONFIG [--all]: discard partial downloads (with --all, the ledger too)"),
         ("plugins", "plugins [--markdown]: list every plugin with its options and defaults"),
         (

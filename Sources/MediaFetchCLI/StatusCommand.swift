@@ -6,8 +6,9 @@ enum StatusCommand {
     static let help = """
         Usage: mediafetch status CONFIG [--set KEY=VALUE]... [--json]
 
-        Lists what the config's ledger records: stored, partial (with how much is there), failed (with
-        the reason) and pending items. --json prints every entry as JSON.
+        Lists what the config's ledger records: stored, verified (downloaded and checked, kept until an archive
+        that holds it is committed; the next run stores it without fetching it), partial (with how much is
+        there), failed (with the reason) and pending items. --json prints every entry as JSON.
         """
 
     static func run(_ words: [String], registry: PluginRegistry) throws -> Int32 {
