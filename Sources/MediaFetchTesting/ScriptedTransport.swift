@@ -225,15 +225,14 @@ public final class ScriptedTransport: Transport {
         _ file: File, plan: FaultPlan, for request: DownloadRequest,
         progress: @escaping @Sendable (DownloadProgress) -> Void
     ) async throws -> DownloadResult {
-        guard file.status == 200 else { throw TransportError(.httpStatus(file.status), url: request.url) }
         let size = file.content.count
         let etag = plan.withoutETag ? nil : (plan.changedETag ?? file.etag)
         let lastModified = plan.changedETag == nil ? file.lastModified : MockFile.changedLastModified
-        var status = 200
-        var kept: Int64 = 0
-        var restarted = false
+        // The server's side: a range from the kept bytes when the validator still matches, else the whole file.
+        var status = file.status
+        var start: Int64 = 0
         var headers = file.headers
-        if request.resumeFrom > 0 {
+        if status == 200, request.resumeFrom > 0 {
             let wanted = request.validator?.ifRangeValue
             let sameVersion = wanted == nil || wanted == etag || wanted == lastModified
             if sameVersion && !file.ignoresRange && !plan.ignoreRange {
@@ -243,25 +242,22 @@ public final class ScriptedTransport: Transport {
                         headers: ["Content-Range": "bytes */\(size)"])
                 }
                 status = 206
-                kept = request.resumeFrom
-                headers.set("Content-Range", "bytes \(kept)-\(size - 1)/\(size)")
-            } else {
-                restarted = true
+                start = request.resumeFrom
+                headers.set("Content-Range", "bytes \(start)-\(size - 1)/\(size)")
             }
         }
-        let bodySize = size - kept
+        let bodySize = size - start
         headers.set("Content-Length", String(bodySize))
         headers.set("ETag", etag)
         headers.set("Last-Modified", lastModified)
+        // The client's side: the same decision every transport makes from the answer.
+        let decision = try ResumeDecision(
+            status: status, headers: headers, contentLength: bodySize, request: request, url: request.url)
+        let kept = decision.base
+        let restarted = decision.restarts
         let limits = [file.truncateAfter.map(Int64.init), plan.bodyLimit].compactMap { $0 }
         let delivered = min(bodySize, limits.min() ?? bodySize)
-        if let limit = request.maxBytes, size > limit {
-            throw TransportError(.bodyTooLarge(limit: limit), url: request.url)
-        }
-        request.onResponse?(
-            DownloadResponse(
-                status: status, validator: Validator(etag: etag, lastModified: lastModified), expectedSize: size,
-                restarts: restarted))
+        request.onResponse?(decision.response)
         try await Self.write(file.content, from: kept, count: delivered, to: request, total: size, progress: progress)
         if delivered < bodySize {
             switch plan.ending {
