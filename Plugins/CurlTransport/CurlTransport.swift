@@ -27,6 +27,8 @@ public final class CurlTransport: Transport {
         public var connectTimeout: Duration
         /// A transfer slower than this many bytes a second for ``lowSpeedTime`` is stopped as timed out.
         public var lowSpeedLimit: Int
+        /// How long a transfer may stay below ``lowSpeedLimit``: with a limit of 1, the idle timeout (what
+        /// `TransportContract.Settings.idleTimeout` asks for).
         public var lowSpeedTime: Duration
         public var maxRedirects: Int
         /// Extra request headers, sent with every request; a request's own headers win.

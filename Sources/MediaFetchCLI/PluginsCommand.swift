@@ -27,7 +27,7 @@ public enum PluginDocs {
                 let isDefault = registry.defaults[kind] == plugin.name ? " (default)" : ""
                 text += "\(kind) \(plugin.name)\(isDefault): \(plugin.summary)\n"
                 for option in plugin.options {
-                    text += "    \(option.key): \(option.type), default \(option.defaultDescription)\n"
+                    text += "    \(option.key): \(option.type), \(Self.defaultText(option))\n"
                     text += "        \(option.doc)\n"
                 }
                 text += "\n"
@@ -35,10 +35,15 @@ public enum PluginDocs {
         }
         text += "download (optional section, any transport and sink): retries, limits, failure budget\n"
         for option in DownloadPolicy.options {
-            text += "    \(option.key): \(option.type), default \(option.defaultDescription)\n"
+            text += "    \(option.key): \(option.type), \(Self.defaultText(option))\n"
             text += "        \(option.doc)\n"
         }
         return text
+    }
+
+    /// "default 16", or "required" for an option without a default.
+    static func defaultText(_ option: OptionSpec) -> String {
+        option.defaultDescription == "required" ? "required" : "default \(option.defaultDescription)"
     }
 
     public static func markdown(_ registry: PluginRegistry) -> String {
