@@ -98,7 +98,7 @@ struct ExecSinkTests {
         #expect(try fixture.tree("out") == served)
     }
 
-    @Test(.timeLimit(.minutes(1)))
+    @Test(.timeLimit(.minutes(3)))
     func aPluginThatHangsIsStoppedAtItsTimeoutAndTheRunEnds() async throws {
         let fixture = try ExecFixture(files: 3)
         // Answers plans, then never answers the first store: its sleep is a child, stopped with the plugin.
@@ -121,7 +121,9 @@ struct ExecSinkTests {
             \(fixture.urlSource)
             sink: {use: exec, command: [./hang.sh], timeout: 1s}
             """)
-        #expect(outcome.seconds < 20, "the run took \(outcome.seconds) s")
+        // Far below the plugin's 300 s sleep: it was stopped at its timeout, not waited for. (Not a speed check: on a
+        // loaded machine the run's start-up alone has taken 20 s.)
+        #expect(outcome.seconds < 150, "the run took \(outcome.seconds) s")
         #expect(outcome.summary.stored == 0 && outcome.summary.failed == 3)
         let reasons = outcome.failures.values
         #expect(

@@ -99,7 +99,7 @@ struct ExecSourceTests {
             ])
     }
 
-    @Test(.timeLimit(.minutes(1)))
+    @Test(.timeLimit(.minutes(3)))
     func aPluginThatHangsIsStoppedAtItsTimeout() async throws {
         let fixture = try ExecFixture()
         let pidFile = fixture.folder.appendingPathComponent("sleep.pid")
@@ -118,7 +118,9 @@ struct ExecSourceTests {
                 == "exec source hang.sh: took longer than its timeout (1s) to write its next line, so it was stopped "
                 + "(a plugin must flush its output after every line)")
         #expect(outcome.summary.stored == 1)
-        #expect(outcome.seconds < 20, "the run took \(outcome.seconds) s")
+        // Far below the plugin's 300 s sleep: it was stopped at its timeout, not waited for. (Not a speed check: on a
+        // loaded machine the run's start-up alone has taken 20 s.)
+        #expect(outcome.seconds < 150, "the run took \(outcome.seconds) s")
         let sleeper = try #require(
             Int32(String(decoding: try Data(contentsOf: pidFile), as: UTF8.self).filter(\.isNumber)))
         await yield(until: { !Self.isRunning(sleeper) }, atMost: .seconds(10))
