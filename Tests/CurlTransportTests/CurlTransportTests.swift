@@ -247,7 +247,9 @@ struct CurlTransportTests {
                 let began = clock.now
                 slow.cancel()
                 let outcome = await slow.result
-                #expect(clock.now - began < .seconds(5))
+                // Far below the minute the file needs at 64 KB/s: the transfer was stopped, not waited for (the
+                // outcome below says so too). Not a speed check: a loaded machine has taken 19 s.
+                #expect(clock.now - began < .seconds(45))
                 let code: TransportError.Code? =
                     if case .failure(let error) = outcome { (error as? TransportError)?.code } else { nil }
                 #expect(code == .cancelled)
