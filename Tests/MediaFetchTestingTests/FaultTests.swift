@@ -164,7 +164,8 @@ struct FaultTests {
         let started = DispatchTime.now().uptimeNanoseconds
         server.stop()
         let elapsed = Double(DispatchTime.now().uptimeNanoseconds - started) / 1e9
-        #expect(elapsed < 5)
+        // Far below the stall's minute: stop ended it rather than waiting it out (not a speed check).
+        #expect(elapsed < 40)
         #expect(client.readToEnd().bytes.isEmpty)
     }
 }
