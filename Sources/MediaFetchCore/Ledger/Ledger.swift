@@ -100,6 +100,17 @@ public final class Ledger: Sendable {
         DROP TABLE items;
         ALTER TABLE items_v4 RENAME TO items;
         """,
+        // What a source keeps between runs (``SourceState``): a feed's validators and its last body, so that the
+        // next run can ask with a conditional GET. A rowid table, since a value may be a whole feed.
+        """
+        CREATE TABLE source_state (
+            source TEXT NOT NULL,
+            key TEXT NOT NULL,
+            value BLOB NOT NULL,
+            updated_at REAL NOT NULL,
+            PRIMARY KEY (source, key)
+        );
+        """,
     ]
 
     /// Writes waiting for the next batch. Its lock is held only to add or take writes, never while SQLite
@@ -275,7 +286,7 @@ public final class Ledger: Sendable {
     public func removeAll() throws {
         try database.withLock { database in
             queue.withLock { $0.pending.removeAll() }
-            try database.execute("DELETE FROM items")
+            try database.execute("DELETE FROM items; DELETE FROM source_state;")
         }
     }
 
@@ -287,6 +298,41 @@ public final class Ledger: Sendable {
             try database.execute(
                 "UPDATE items SET status = 'pending', received_bytes = 0 "
                     + "WHERE status IN ('partial', 'pending', 'verified')")
+        }
+    }
+
+    // MARK: Source state
+
+    /// The value `source` stored under `key` (``SourceState``), or nil.
+    func sourceValue(source: String, key: String) throws -> Data? {
+        try database.withLock { database in
+            try database.cached("SELECT value FROM source_state WHERE source = ? AND key = ?")
+                .rows([.text(source), .text(key)]) { $0.blob(0) }.first ?? nil
+        }
+    }
+
+    /// Writes `values` for `source` in one transaction, written through at once (not queued): a nil value
+    /// removes its key.
+    func setSourceValues(source: String, _ values: [(key: String, value: Data?)]) throws {
+        try database.withLock { database in
+            let now = Date().timeIntervalSince1970
+            try database.transaction {
+                for (key, value) in values {
+                    if let value {
+                        // Prepared anew, not cached: a cached statement would keep its copy of a feed-sized value.
+                        try database.prepare(
+                            """
+                            INSERT INTO source_state (source, key, value, updated_at) VALUES (?, ?, ?, ?)
+                            ON CONFLICT (source, key) DO UPDATE SET value = excluded.value,
+                                updated_at = excluded.updated_at
+                            """
+                        ).run([.text(source), .text(key), .blob(value), .real(now)])
+                    } else {
+                        try database.cached("DELETE FROM source_state WHERE source = ? AND key = ?")
+                            .run([.text(source), .text(key)])
+                    }
+                }
+            }
         }
     }
 

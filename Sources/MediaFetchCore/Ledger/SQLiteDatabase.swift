@@ -91,6 +91,7 @@ final class SQLiteStatement {
         case text(String?)
         case integer(Int64?)
         case real(Double)
+        case blob(Data?)
     }
 
     private let statement: OpaquePointer
@@ -118,7 +119,15 @@ final class SQLiteStatement {
             case .text(let text?): code = sqlite3_bind_text(statement, position, text, -1, csqlite_transient())
             case .integer(let number?): code = sqlite3_bind_int64(statement, position, number)
             case .real(let number): code = sqlite3_bind_double(statement, position, number)
-            case .text(nil), .integer(nil): code = sqlite3_bind_null(statement, position)
+            case .blob(let data?) where data.isEmpty:
+                // An empty Data has no bytes to point at, and a null pointer would bind NULL.
+                code = sqlite3_bind_zeroblob(statement, position, 0)
+            case .blob(let data?):
+                code = data.withUnsafeBytes { bytes in
+                    sqlite3_bind_blob64(
+                        statement, position, bytes.baseAddress, UInt64(bytes.count), csqlite_transient())
+                }
+            case .text(nil), .integer(nil), .blob(nil): code = sqlite3_bind_null(statement, position)
             }
             try database.check(code, sql)
         }
@@ -158,6 +167,13 @@ struct SQLiteRow {
 
     func double(_ column: Int32) -> Double {
         sqlite3_column_double(statement, column)
+    }
+
+    func blob(_ column: Int32) -> Data? {
+        guard sqlite3_column_type(statement, column) != SQLITE_NULL else { return nil }
+        let count = Int(sqlite3_column_bytes(statement, column))
+        guard count > 0, let bytes = sqlite3_column_blob(statement, column) else { return Data() }
+        return Data(bytes: bytes, count: count)
     }
 
     func optionalInt64(_ column: Int32) -> Int64? {
