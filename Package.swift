@@ -114,8 +114,8 @@ let package = Package(
         .testTarget(
             name: "PodcastSourceTests",
             dependencies: [
-                "PodcastSource", "MediaFetchCore", "MediaFetchTesting", "CurlTransport", "DirectorySink",
-                "MediaFetchCLI",
+                "PodcastSource", "MediaFetchCore", "MediaFetchTesting", "CurlTransport", "FoundationTransport",
+                "DirectorySink", "MediaFetchCLI",
             ],
             exclude: ["Fixtures/README.md"],
             resources: [.copy("Fixtures/feeds")],

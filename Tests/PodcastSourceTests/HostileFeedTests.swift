@@ -65,7 +65,8 @@ struct HostileFeedTests {
             source: "  feeds: [\(fixture.server.url(path: "/a.xml")), \(fixture.server.url(path: "/b.xml"))]")
 
         #expect(!fixture.server.requests.contains { $0.path == "/evil.dtd" }, "the DTD was fetched")
-        let left = try Self.everything(under: fixture.folder.appendingPathComponent("out"))
+        let left =
+            try Self.everything(under: fixture.folder.appendingPathComponent("out"))
             + Self.everything(under: fixture.folder.appendingPathComponent("state"))
         #expect(left.range(of: Data(secret.utf8)) == nil, "the secret reached the output or the ledger")
         let messages = (run.failures + run.skips + run.notices).joined(separator: "\n")
@@ -147,7 +148,8 @@ struct HostileFeedTests {
         var items = ""
         for (name, date) in dates {
             fixture.server.addFile(path: "/\(name).mp3", size: 5_000, seed: UInt64(name.utf8.first ?? 0))
-            items += "<item><title>\(name)</title><guid>\(name)</guid><pubDate>\(date)</pubDate>"
+            items +=
+                "<item><title>\(name)</title><guid>\(name)</guid><pubDate>\(date)</pubDate>"
                 + "<enclosure url=\"/\(name).mp3\" type=\"audio/mpeg\"/></item>\n"
         }
         fixture.server.addFile(
@@ -163,10 +165,11 @@ struct HostileFeedTests {
             return nil
         }
         #expect(order == ["b", "a", "d", "e", "c"])
-        #expect(Set(try fixture.storedFiles().keys) == [
-            "Dates/2024-02-05 a.mp3", "Dates/2024-02-05 b.mp3", "Dates/2024-02-05 d.mp3", "Dates/2024-02-05 e.mp3",
-            "Dates/c.mp3",
-        ])
+        #expect(
+            Set(try fixture.storedFiles().keys) == [
+                "Dates/2024-02-05 a.mp3", "Dates/2024-02-05 b.mp3", "Dates/2024-02-05 d.mp3", "Dates/2024-02-05 e.mp3",
+                "Dates/c.mp3",
+            ])
     }
 
     /// A repeated GUID is skipped; relative enclosures resolve against the feed's URL after its redirect; an

@@ -83,16 +83,19 @@ final class PodcastFixture {
         var stored: [String]
     }
 
-    /// Runs `source` (the lines of a `source:` section, indented) with the curl transport and a directory sink
+    /// Runs `source` (the lines of a `source:` section, indented) with `transport` (curl unless given) and a directory sink
     /// at `out/`, state in `state/`, through the config loader and `Runner`.
-    func run(source: String, extra: String = "") async throws -> Run {
+    func run(
+        source: String, transport: String = "  use: curl\n  concurrency: 4", extra: String = ""
+    ) async throws
+        -> Run
+    {
         let text = """
             source:
               use: podcast
             \(source)
             transport:
-              use: curl
-              concurrency: 4
+            \(transport)
             sink:
               use: directory
               path: out
