@@ -220,7 +220,7 @@ public struct PodcastSource: Source {
                         durationMillis: episode.durationMillis, releaseDate: episode.date?.date,
                         genre: feed.category, previewURL: url,
                         artworkURL: artwork.flatMap { $0.isFetchable ? $0 : nil }, isFullLength: true,
-                        raw: .object(raw))))
+                        previewType: enclosure.type, raw: .object(raw))))
             items += 1
         }
         return outputs

@@ -176,7 +176,7 @@ struct HostileFeedTests {
     /// enclosure that is not http(s) fails that episode; an episode without one is skipped.
     @Test func badEpisodesAreSkippedOrFailAlone() async throws {
         let fixture = try PodcastFixture()
-        for path in ["/new/rel.mp3", "/abs.mp3", "/proto.mp3", "/dup1.mp3", "/dup2.mp3"] {
+        for path in ["/new/rel.mp3", "/abs.mp3", "/proto.mp3", "/dup1.mp3", "/dup2.mp3", "/download/12345"] {
             fixture.server.addFile(path: path, size: 7_000, seed: UInt64(path.count), contentType: "audio/mpeg")
         }
         let host = "127.0.0.1:\(fixture.server.port)"
@@ -193,6 +193,8 @@ struct HostileFeedTests {
               <enclosure url="/dup2.mp3" type="audio/mpeg"/></item>
             <item><title>Local file</title><guid>f</guid><pubDate>Sun, 04 Feb 2024 00:00:00 GMT</pubDate>
               <enclosure url="file:///etc/passwd" type="audio/mpeg"/></item>
+            <item><title>Bare</title><guid>n</guid><pubDate>Sun, 04 Feb 2024 00:00:00 GMT</pubDate>
+              <enclosure url="/download/12345" type="audio/mpeg; charset=binary"/></item>
             <item><title>Text only</title><guid>t</guid><pubDate>Sat, 03 Feb 2024 00:00:00 GMT</pubDate></item>
             """
         fixture.server.addFile(
@@ -207,7 +209,9 @@ struct HostileFeedTests {
         #expect(files["Odd/2024-02-08 Rooted.mp3"] == fixture.bytes("/abs.mp3"))
         #expect(files["Odd/2024-02-07 Scheme relative.mp3"] == fixture.bytes("/proto.mp3"))
         #expect(files["Odd/2024-02-06 First.mp3"] == fixture.bytes("/dup1.mp3"))
-        #expect(files.count == 4)
+        // No extension in the URL: the enclosure's type gives it.
+        #expect(files["Odd/2024-02-04 Bare.mp3"] == fixture.bytes("/download/12345"))
+        #expect(files.count == 5)
         #expect(run.skips.contains { $0.contains("the same GUID as \"First\"") })
         #expect(run.skips.contains { $0.contains("has no enclosure") })
         #expect(run.failures.count == 1)
