@@ -1,4 +1,5 @@
 import Foundation
+import MediaFetchCLI
 import MediaFetchCore
 import MediaFetchTesting
 import Testing
@@ -194,5 +195,47 @@ struct PodcastRunTests {
         #expect(try fixture.storedFiles()["Tracked/2024-01-01 One.mp3"] == fixture.bytes("/cdn/ep1.mp3"))
         #expect(run.failures.count == 1)
         #expect(run.failures.first?.contains("redirects") == true)
+    }
+}
+
+/// The example config loads with the bundled plugins, and the source's suggestions fill what a config leaves out.
+struct PodcastConfigTests {
+    static let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+        .deletingLastPathComponent()
+
+    @Test func theExampleConfigLoads() throws {
+        let spec = try ConfigLoader.load(
+            path: Self.root.appendingPathComponent("config/podcast.yaml").path, registry: BundledPlugins.registry)
+        #expect(spec.source.name == "podcast")
+        #expect(spec.sink.options.string("layout") == PodcastSource.defaultLayout)
+        #expect(spec.download.integer("max-size") == 1_000_000_000)
+        #expect(try PodcastSource.configuration(from: spec.source.options).feeds.count == 2)
+    }
+
+    @Test func withoutASinkOrDownloadSectionThePodcastDefaultsApply() throws {
+        let spec = try ConfigLoader.load(
+            text: "source: {use: podcast, feeds: [https://example.org/feed.xml]}", path: "p.yaml",
+            baseDirectory: FileManager.default.temporaryDirectory, registry: BundledPlugins.registry)
+        #expect(spec.sink.options.string("layout") == "{album}/{release-date} {title}.{ext}")
+        #expect(spec.download.integer("max-size") == 2_000_000_000)
+        #expect(try PodcastSource.configuration(from: spec.source.options).maxEpisodes == 10)
+    }
+
+    @Test(arguments: [
+        ("source: {use: podcast}", "needs feeds:"),
+        ("source: {use: podcast, feeds: [ftp://x/feed.xml]}", "not an http(s) URL"),
+        ("source: {use: podcast, ids: [abc]}", "not an iTunes podcast id"),
+        ("source: {use: podcast, term: x, since: soon}", "\"soon\" is not a date"),
+        ("source: {use: podcast, opml: missing.opml}", "no such OPML file"),
+    ])
+    func badOptionsAreConfigErrors(_ yaml: String, _ message: String) throws {
+        let spec = try ConfigLoader.load(
+            text: yaml, path: "p.yaml", baseDirectory: FileManager.default.temporaryDirectory,
+            registry: BundledPlugins.registry)
+        #expect {
+            _ = try PodcastSource.configuration(from: spec.source.options)
+        } throws: { error in
+            String(describing: error).contains(message)
+        }
     }
 }
