@@ -51,7 +51,10 @@ struct FeedParser {
     /// - Throws: ``XMLReader/Failure`` for XML that is not well-formed (with its line and column), ``NotAFeed``
     ///   for a well-formed document that is neither RSS nor Atom.
     static func parse(_ data: Data, url: String) throws -> Feed {
-        let reader = try XMLReader(data, url: url)
+        try XMLReader.read(data, url: url) { reader in try parse(reader) }
+    }
+
+    private static func parse(_ reader: XMLReader) throws -> Feed {
         var feed = Feed()
         var isAtom = false
         var sawRoot = false

@@ -13,7 +13,10 @@ enum OPMLReader {
     /// - Throws: ``XMLReader/Failure`` for XML that is not well-formed, ``FeedParser/NotAFeed`` for a document
     ///   that is not OPML.
     static func subscriptions(_ data: Data, name: String) throws -> [Subscription] {
-        let reader = try XMLReader(data, url: name)
+        try XMLReader.read(data, url: name) { reader in try subscriptions(reader) }
+    }
+
+    private static func subscriptions(_ reader: XMLReader) throws -> [Subscription] {
         var found: [Subscription] = []
         var seen: Set<String> = []
         var sawRoot = false

@@ -39,8 +39,6 @@ final class XMLReader {
 
     private let reader: xmlTextReaderPtr
     private let errors = ErrorBox()
-    /// The document, kept alive and unmoved while libxml2 reads it.
-    private let buffer: UnsafeMutableRawBufferPointer
 
     /// libxml2's global set-up, once a process: its parser initialised before threads use it, and an external
     /// entity loader that loads nothing (no entity or DTD of a document is ever fetched, from a file or the network).
@@ -59,20 +57,29 @@ final class XMLReader {
         return Int32(nonet | nocdata | compact | bigLines)
     }()
 
-    /// A reader over a copy of `data`; `url` names the document in libxml2's messages.
-    /// - Throws: ``Failure`` when libxml2 cannot start (no memory), or the document is larger than 2 GiB.
-    init(_ data: Data, url: String) throws {
-        _ = Self.setUp
+    /// Runs `body` with a reader over `data`, read in place (no copy of a feed of many megabytes); `url` names
+    /// the document in libxml2's messages. The reader is freed when `body` returns.
+    /// - Throws: ``Failure`` when libxml2 cannot start or the document is larger than 2 GiB; what `body` throws.
+    static func read<T>(_ data: Data, url: String, _ body: (XMLReader) throws -> T) throws -> T {
+        _ = setUp
         guard data.count < Int(Int32.max) else {
             throw Failure(message: "the document is larger than 2 GiB", line: 0, column: 0)
         }
-        buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: max(1, data.count), alignment: 1)
-        data.copyBytes(to: buffer)
-        let base = buffer.baseAddress?.assumingMemoryBound(to: CChar.self)
-        guard let reader = xmlReaderForMemory(base, Int32(data.count), url, nil, Self.options) else {
-            buffer.deallocate()
-            throw Failure(message: "libxml2 could not start a reader", line: 0, column: 0)
+        return try data.withUnsafeBytes { bytes in
+            // An empty document still needs a pointer; libxml2 then reports it empty.
+            let empty: [CChar] = [0]
+            return try empty.withUnsafeBufferPointer { fallback in
+                let base = bytes.baseAddress?.assumingMemoryBound(to: CChar.self) ?? fallback.baseAddress
+                guard let handle = xmlReaderForMemory(base, Int32(bytes.count), url, nil, options) else {
+                    throw Failure(message: "libxml2 could not start a reader", line: 0, column: 0)
+                }
+                let reader = XMLReader(handle)
+                return try body(reader)
+            }
         }
+    }
+
+    private init(_ reader: xmlTextReaderPtr) {
         self.reader = reader
         xmlTextReaderSetStructuredErrorHandler(
             reader,
@@ -89,7 +96,6 @@ final class XMLReader {
 
     deinit {
         xmlFreeTextReader(reader)
-        buffer.deallocate()
     }
 
     /// Moves to the next node.
