@@ -9,7 +9,7 @@ enum EpisodeDuration {
         guard (1...3).contains(parts.count) else { return nil }
         var seconds = 0.0
         for (index, part) in parts.enumerated() {
-            let trimmed = part.trimmingCharacters(in: .whitespaces)
+            let trimmed = FeedParser.trimmed(String(part))
             // Only the last part may have a fraction; every part is a plain, non-negative number.
             guard !trimmed.isEmpty, trimmed.allSatisfy({ $0.isASCII && ($0.isNumber || $0 == ".") }),
                 index == parts.count - 1 || !trimmed.contains("."), let value = Double(trimmed)

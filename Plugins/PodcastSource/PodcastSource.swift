@@ -229,7 +229,7 @@ public struct PodcastSource: Source {
     /// `text` as an absolute URL: relative ones (`/media/1.mp3`, `//cdn/1.mp3`) against the feed's URL; spaces,
     /// which feeds leave unencoded, encoded.
     static func resolve(_ text: String, against base: URL) -> URL? {
-        let trimmed = text.trimmingCharacters(in: .whitespacesAndNewlines)
+        let trimmed = FeedParser.trimmed(text)
         guard !trimmed.isEmpty else { return nil }
         let encoded = trimmed.replacingOccurrences(of: " ", with: "%20")
         return URL(string: encoded, relativeTo: base)?.absoluteURL

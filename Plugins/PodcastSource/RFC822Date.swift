@@ -16,17 +16,11 @@ enum RFC822Date {
         "mdt": -360, "pst": -480, "pdt": -420, "bst": 60, "cet": 60, "cest": 120,
     ]
 
-    private static let calendar: Calendar = {
-        var calendar = Calendar(identifier: .gregorian)
-        calendar.timeZone = TimeZone(identifier: "UTC") ?? .gmt
-        return calendar
-    }()
-
     /// The moment `text` names, or nil when it names none.
     static func parse(_ text: String) -> Date? {
-        let trimmed = text.trimmingCharacters(in: .whitespacesAndNewlines)
+        let trimmed = FeedParser.trimmed(text)
         guard !trimmed.isEmpty else { return nil }
-        if let first = trimmed.unicodeScalars.first, CharacterSet.decimalDigits.contains(first),
+        if let first = trimmed.unicodeScalars.first, ("0"..."9").contains(first),
             trimmed.count >= 10, trimmed.unicodeScalars.dropFirst(4).first == "-"
         {
             return iso8601(trimmed)
@@ -51,7 +45,7 @@ enum RFC822Date {
                 numbers.append(token)
             } else if (token.hasPrefix("+") || token.hasPrefix("-")), time != nil, let minutes = zoneOffset(token) {
                 offset = minutes
-            } else if let minutes = zones[lowered.trimmingCharacters(in: .punctuationCharacters)], time != nil {
+            } else if let minutes = zones[String(lowered.filter(\.isLetter))], time != nil {
                 offset = minutes
             } else if month == nil, lowered.count >= 3,
                 let index = months.firstIndex(of: String(lowered.prefix(3))),
@@ -72,11 +66,25 @@ enum RFC822Date {
         guard let day = Int(dayText), var year = Int(yearText), (1...31).contains(day) else { return nil }
         if yearText.count <= 2 { year += year < 50 ? 2000 : 1900 }
         let (hour, minute, second) = time.map { ($0[0], $0[1], $0.count > 2 ? $0[2] : 0) } ?? (0, 0, 0)
-        let components = DateComponents(year: year, month: month, day: day, hour: hour, minute: minute, second: second)
-        guard let local = calendar.date(from: components),
-            calendar.component(.day, from: local) == day
-        else { return nil }
-        return local.addingTimeInterval(-Double((offset ?? 0) * 60))
+        guard day <= daysIn(month: month, year: year) else { return nil }
+        let seconds = daysSinceEpoch(year: year, month: month, day: day) * 86_400 + hour * 3600 + minute * 60 + second
+        return Date(timeIntervalSince1970: Double(seconds - (offset ?? 0) * 60))
+    }
+
+    private static func daysIn(month: Int, year: Int) -> Int {
+        let leap = (year % 4 == 0 && year % 100 != 0) || year % 400 == 0
+        return [31, leap ? 29 : 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31][month - 1]
+    }
+
+    /// Days from 1970-01-01 to a date of the proleptic Gregorian calendar (Howard Hinnant's days_from_civil):
+    /// arithmetic, where a Calendar cost more than the rest of reading a feed's date.
+    private static func daysSinceEpoch(year: Int, month: Int, day: Int) -> Int {
+        let shifted = month <= 2 ? year - 1 : year
+        let era = (shifted >= 0 ? shifted : shifted - 399) / 400
+        let yearOfEra = shifted - era * 400
+        let dayOfYear = (153 * (month > 2 ? month - 3 : month + 9) + 2) / 5 + day - 1
+        let dayOfEra = yearOfEra * 365 + yearOfEra / 4 - yearOfEra / 100 + dayOfYear
+        return era * 146_097 + dayOfEra - 719_468
     }
 
     /// `09:29:22` or `9:29` as hour, minute (and second), within range.

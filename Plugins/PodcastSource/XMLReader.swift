@@ -123,6 +123,16 @@ final class XMLReader {
     /// The element's namespace URI; empty for none.
     var namespace: String { Self.string(xmlTextReaderConstNamespaceUri(reader)) ?? "" }
 
+    /// Where the reader's dictionary keeps the element's name and namespace URI: the same pointer for the same
+    /// string throughout a document, so a caller can map each to a value of its own once (a feed names the same
+    /// few dozen elements tens of thousands of times).
+    var interned: (name: UnsafeRawPointer?, namespace: UnsafeRawPointer?) {
+        (
+            xmlTextReaderConstLocalName(reader).map(UnsafeRawPointer.init),
+            xmlTextReaderConstNamespaceUri(reader).map(UnsafeRawPointer.init)
+        )
+    }
+
     /// Whether the element is written `<name/>`: no end-element node follows.
     var isEmptyElement: Bool { xmlTextReaderIsEmptyElement(reader) == 1 }
 
