@@ -101,13 +101,15 @@ public final class Ledger: Sendable {
         ALTER TABLE items_v4 RENAME TO items;
         """,
         // What a source keeps between runs (``SourceState``): a feed's validators and its last body, so that the
-        // next run can ask with a conditional GET. A rowid table, since a value may be a whole feed.
+        // next run can ask with a conditional GET. A rowid table, since a value may be a whole feed and is written
+        // with incremental blob I/O; the value is the last column, so that its zeroblob placeholder is never
+        // expanded in memory.
         """
         CREATE TABLE source_state (
             source TEXT NOT NULL,
             key TEXT NOT NULL,
-            value BLOB NOT NULL,
             updated_at REAL NOT NULL,
+            value BLOB NOT NULL,
             PRIMARY KEY (source, key)
         );
         """,
@@ -306,8 +308,14 @@ public final class Ledger: Sendable {
     /// The value `source` stored under `key` (``SourceState``), or nil.
     func sourceValue(source: String, key: String) throws -> Data? {
         try database.withLock { database in
-            try database.cached("SELECT value FROM source_state WHERE source = ? AND key = ?")
-                .rows([.text(source), .text(key)]) { $0.blob(0) }.first ?? nil
+            let select = "SELECT rowid, length(value) FROM source_state WHERE source = ? AND key = ?"
+            let found = try database.cached(select).rows([.text(source), .text(key)]) {
+                (rowID: Int64($0.int(0)), count: $0.int(1))
+            }.first
+            guard let found else { return nil }
+            guard found.count > 0 else { return Data() }
+            return try database.readBlob(
+                table: "source_state", column: "value", rowID: found.rowID, count: found.count)
         }
     }
 
@@ -318,18 +326,17 @@ public final class Ledger: Sendable {
             let now = Date().timeIntervalSince1970
             try database.transaction {
                 for (key, value) in values {
-                    if let value {
-                        // Prepared anew, not cached: a cached statement would keep its copy of a feed-sized value.
-                        try database.prepare(
-                            """
-                            INSERT INTO source_state (source, key, value, updated_at) VALUES (?, ?, ?, ?)
-                            ON CONFLICT (source, key) DO UPDATE SET value = excluded.value,
-                                updated_at = excluded.updated_at
-                            """
-                        ).run([.text(source), .text(key), .blob(value), .real(now)])
-                    } else {
-                        try database.cached("DELETE FROM source_state WHERE source = ? AND key = ?")
-                            .run([.text(source), .text(key)])
+                    try database.cached("DELETE FROM source_state WHERE source = ? AND key = ?")
+                        .run([.text(source), .text(key)])
+                    guard let value else { continue }
+                    // A value may be a whole feed: the row gets a blob of its size, and the bytes go straight
+                    // into it, never copied into a statement.
+                    try database.cached(
+                        "INSERT INTO source_state (source, key, updated_at, value) VALUES (?, ?, ?, zeroblob(?))"
+                    ).run([.text(source), .text(key), .real(now), .integer(Int64(value.count))])
+                    if !value.isEmpty {
+                        try database.writeBlob(
+                            value, table: "source_state", column: "value", rowID: database.lastInsertRowID)
                     }
                 }
             }

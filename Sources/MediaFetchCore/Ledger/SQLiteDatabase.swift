@@ -57,6 +57,36 @@ final class SQLiteDatabase {
         return SQLiteStatement(statement, database: self, sql: sql)
     }
 
+    /// The rowid of the last row inserted on this connection.
+    var lastInsertRowID: Int64 { sqlite3_last_insert_rowid(handle) }
+
+    /// Writes `data` into the blob `column` of row `rowID` of `table`, which must already hold a blob of that
+    /// size (`zeroblob(N)`): written straight into the database's pages, where binding it would copy it twice
+    /// (once when bound, once into the row's record).
+    func writeBlob(_ data: Data, table: String, column: String, rowID: Int64) throws {
+        let sql = "blob \(table).\(column) of row \(rowID)"
+        var blob: OpaquePointer?
+        try check(sqlite3_blob_open(handle, "main", table, column, rowID, 1, &blob), sql)
+        defer { sqlite3_blob_close(blob) }
+        try data.withUnsafeBytes { bytes in
+            try check(sqlite3_blob_write(blob, bytes.baseAddress, Int32(bytes.count), 0), sql)
+        }
+    }
+
+    /// Reads `count` bytes of the blob `column` of row `rowID` of `table` straight into one buffer (a SELECT of
+    /// the value would hold it twice: SQLite's copy and ours).
+    func readBlob(table: String, column: String, rowID: Int64, count: Int) throws -> Data {
+        let sql = "blob \(table).\(column) of row \(rowID)"
+        var blob: OpaquePointer?
+        try check(sqlite3_blob_open(handle, "main", table, column, rowID, 0, &blob), sql)
+        defer { sqlite3_blob_close(blob) }
+        var data = Data(count: count)
+        try data.withUnsafeMutableBytes { bytes in
+            try check(sqlite3_blob_read(blob, bytes.baseAddress, Int32(count), 0), sql)
+        }
+        return data
+    }
+
     /// Turns a result code into an error naming the file, SQLite's message and the statement.
     func check(_ code: Int32, _ sql: String) throws {
         guard code == SQLITE_OK || code == SQLITE_ROW || code == SQLITE_DONE else {
@@ -91,7 +121,6 @@ final class SQLiteStatement {
         case text(String?)
         case integer(Int64?)
         case real(Double)
-        case blob(Data?)
     }
 
     private let statement: OpaquePointer
@@ -119,15 +148,7 @@ final class SQLiteStatement {
             case .text(let text?): code = sqlite3_bind_text(statement, position, text, -1, csqlite_transient())
             case .integer(let number?): code = sqlite3_bind_int64(statement, position, number)
             case .real(let number): code = sqlite3_bind_double(statement, position, number)
-            case .blob(let data?) where data.isEmpty:
-                // An empty Data has no bytes to point at, and a null pointer would bind NULL.
-                code = sqlite3_bind_zeroblob(statement, position, 0)
-            case .blob(let data?):
-                code = data.withUnsafeBytes { bytes in
-                    sqlite3_bind_blob64(
-                        statement, position, bytes.baseAddress, UInt64(bytes.count), csqlite_transient())
-                }
-            case .text(nil), .integer(nil), .blob(nil): code = sqlite3_bind_null(statement, position)
+            case .text(nil), .integer(nil): code = sqlite3_bind_null(statement, position)
             }
             try database.check(code, sql)
         }
@@ -167,13 +188,6 @@ struct SQLiteRow {
 
     func double(_ column: Int32) -> Double {
         sqlite3_column_double(statement, column)
-    }
-
-    func blob(_ column: Int32) -> Data? {
-        guard sqlite3_column_type(statement, column) != SQLITE_NULL else { return nil }
-        let count = Int(sqlite3_column_bytes(statement, column))
-        guard count > 0, let bytes = sqlite3_column_blob(statement, column) else { return Data() }
-        return Data(bytes: bytes, count: count)
     }
 
     func optionalInt64(_ column: Int32) -> Int64? {
