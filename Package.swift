@@ -20,8 +20,8 @@ func plugin(_ name: String, dependencies: [Target.Dependency] = [], exclude: [St
 
 /// The plugin targets under `Plugins/`, each also a library product.
 let bundledPlugins = [
-    "ITunesSource", "URLListSource", "FoundationTransport", "CurlTransport", "DirectorySink", "ArchiveSink",
-    "ExecPlugins",
+    "ITunesSource", "URLListSource", "PodcastSource", "FoundationTransport", "CurlTransport", "DirectorySink",
+    "ArchiveSink", "ExecPlugins",
 ]
 
 let package = Package(
@@ -66,9 +66,17 @@ let package = Package(
             pkgConfig: "libarchive",
             providers: [.apt(["libarchive-dev"])]
         ),
+        // libxml2, the podcast source's XML parser (streaming, entities never substituted).
+        .systemLibrary(
+            name: "CLibXML2",
+            path: "Sources/CLibXML2",
+            pkgConfig: "libxml-2.0",
+            providers: [.apt(["libxml2-dev"])]
+        ),
         .target(name: "MediaFetchCore", dependencies: ["CYAML", "CCrypto", "CSQLite", "CLinux"], swiftSettings: strict),
         plugin("ITunesSource"),
         plugin("URLListSource"),
+        plugin("PodcastSource", dependencies: ["CLibXML2"]),
         plugin("FoundationTransport"),
         plugin("CurlTransport", dependencies: ["CCurl"]),
         plugin("DirectorySink", dependencies: ["CLinux"]),
@@ -79,8 +87,8 @@ let package = Package(
             name: "MediaFetchCLI",
             dependencies: [
                 "MediaFetchCore", "MediaFetchTesting",
-                "ITunesSource", "URLListSource", "FoundationTransport", "CurlTransport", "DirectorySink",
-                "ArchiveSink", "ExecPlugins",
+                "ITunesSource", "URLListSource", "PodcastSource", "FoundationTransport", "CurlTransport",
+                "DirectorySink", "ArchiveSink", "ExecPlugins",
             ],
             swiftSettings: strict
         ),
@@ -101,6 +109,16 @@ let package = Package(
         .testTarget(
             name: "URLListSourceTests",
             dependencies: ["URLListSource", "MediaFetchCore", "MediaFetchTesting", "FoundationTransport"],
+            swiftSettings: strict
+        ),
+        .testTarget(
+            name: "PodcastSourceTests",
+            dependencies: [
+                "PodcastSource", "MediaFetchCore", "MediaFetchTesting", "CurlTransport", "FoundationTransport",
+                "DirectorySink", "MediaFetchCLI",
+            ],
+            exclude: ["Fixtures/README.md"],
+            resources: [.copy("Fixtures/feeds")],
             swiftSettings: strict
         ),
         .testTarget(

@@ -171,6 +171,8 @@ final class CurlTransfer: @unchecked Sendable {
             if !head, let expected, expected > Int64(limit) {
                 return fail(TransportError(.bodyTooLarge(limit: Int64(limit)), url: url))
             }
+            // A body of known length (a feed of megabytes) grows into one buffer instead of doubling into several.
+            if !head, let expected, expected > 0 { data.reserveCapacity(Int(expected)) }
         case .file(let request, _):
             let decision: ResumeDecision
             do {

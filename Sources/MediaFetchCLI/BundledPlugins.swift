@@ -5,16 +5,18 @@ import ExecPlugins
 import FoundationTransport
 import ITunesSource
 import MediaFetchCore
+import PodcastSource
 import URLListSource
 
 /// Every plugin this package ships, with the defaults a config falls back on.
 public enum BundledPlugins {
-    /// The bundled sources (`itunes`, `urls`, `exec`), transports (`curl`, the default, and `foundation`) and sinks
+    /// The bundled sources (`itunes`, `urls`, `podcast`, `exec`), transports (`curl`, the default, and `foundation`) and sinks
     /// (`directory`, the default, `tar` and `exec`). A new registry each time: add your own plugins to a copy.
     public static var registry: PluginRegistry {
         var registry = PluginRegistry()
         registry.register(source: ITunesSource.descriptor)
         registry.register(source: URLListSource.descriptor)
+        registry.register(source: PodcastSource.descriptor)
         registry.register(source: ExecSource.descriptor)
         registry.register(transport: CurlTransport.descriptor, isDefault: true)
         registry.register(transport: FoundationTransport.descriptor)

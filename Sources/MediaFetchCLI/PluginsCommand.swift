@@ -26,6 +26,7 @@ public enum PluginDocs {
             for plugin in registry.plugins(kind) {
                 let isDefault = registry.defaults[kind] == plugin.name ? " (default)" : ""
                 text += "\(kind) \(plugin.name)\(isDefault): \(plugin.summary)\n"
+                if let suggested = suggestions(plugin) { text += "    \(suggested)\n" }
                 for option in plugin.options {
                     text += "    \(option.key): \(option.type), \(Self.defaultText(option))\n"
                     text += "        \(option.doc)\n"
@@ -46,6 +47,22 @@ public enum PluginDocs {
         option.defaultDescription == "required" ? "required" : "default \(option.defaultDescription)"
     }
 
+    /// The defaults a source suggests for other sections, as a sentence; nil when it suggests none.
+    static func suggestions(_ plugin: PluginInfo, code: Bool = false) -> String? {
+        guard !plugin.suggestedDefaults.isEmpty else { return nil }
+        let quote = { (text: String) in code ? "`\(text)`" : text }
+        let parts = plugin.suggestedDefaults.map { "\(quote($0.path)) defaults to \(quote(describe($0.value)))" }
+        return "With this \(plugin.kind), " + parts.joined(separator: " and ") + ", unless the config says otherwise."
+    }
+
+    /// A suggested value as a config would write it: sizes in MB or GB.
+    private static func describe(_ value: OptionValue) -> String {
+        if case .integer(let bytes) = value, bytes >= 1_000_000, bytes % 1_000_000 == 0 {
+            return bytes % 1_000_000_000 == 0 ? "\(bytes / 1_000_000_000)GB" : "\(bytes / 1_000_000)MB"
+        }
+        return value.description
+    }
+
     public static func markdown(_ registry: PluginRegistry) -> String {
         var text = ""
         for kind in PluginKind.allCases {
@@ -53,6 +70,7 @@ public enum PluginDocs {
                 let isDefault = registry.defaults[kind] == plugin.name ? " (the default \(kind))" : ""
                 let stop = plugin.summary.hasSuffix(".") ? "" : "."
                 text += "### \(kind) `\(plugin.name)`\(isDefault)\n\n\(plugin.summary)\(stop)\n\n"
+                if let suggested = suggestions(plugin, code: true) { text += suggested + "\n\n" }
                 text += "| key | type | default | what it does |\n| --- | --- | --- | --- |\n"
                 text += "| `use` | `\(plugin.name)` | | picks this \(kind) |\n"
                 for option in plugin.options {

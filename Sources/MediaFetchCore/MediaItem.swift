@@ -24,6 +24,9 @@ public struct MediaItem: Sendable, Hashable, Codable {
     /// episode itself, often an hour or more of audio. The download section's `max-size` is what stops such a
     /// file from being fetched by surprise.
     public var isFullLength: Bool
+    /// The media type the source announced for ``previewURL`` (a feed enclosure's `type`), when it said: names
+    /// take their extension from it when the URL has none (`audio/mpeg` is `mp3`).
+    public var previewType: String?
     /// The record the source decoded this item from, unknown fields included.
     public var raw: JSONValue?
 
@@ -41,6 +44,7 @@ public struct MediaItem: Sendable, Hashable, Codable {
         previewURL: URL? = nil,
         artworkURL: URL? = nil,
         isFullLength: Bool = false,
+        previewType: String? = nil,
         raw: JSONValue? = nil
     ) {
         self.id = id
@@ -56,6 +60,7 @@ public struct MediaItem: Sendable, Hashable, Codable {
         self.previewURL = previewURL
         self.artworkURL = artworkURL
         self.isFullLength = isFullLength
+        self.previewType = previewType
         self.raw = raw
     }
 
@@ -76,6 +81,7 @@ public struct MediaItem: Sendable, Hashable, Codable {
         previewURL = try container.decodeIfPresent(URL.self, forKey: .previewURL)
         artworkURL = try container.decodeIfPresent(URL.self, forKey: .artworkURL)
         isFullLength = try container.decodeIfPresent(Bool.self, forKey: .isFullLength) ?? false
+        previewType = try container.decodeIfPresent(String.self, forKey: .previewType)
         raw = try container.decodeIfPresent(JSONValue.self, forKey: .raw)
     }
 
@@ -104,8 +110,22 @@ extension MediaItem {
     public func fileExtension(for asset: AssetKind) -> String {
         let ext = url(for: asset)?.pathExtension.lowercased() ?? ""
         let looksLikeOne = ext.utf8.count <= 8 && ext.allSatisfy { $0.isASCII && ($0.isLetter || $0.isNumber) }
-        return looksLikeOne ? ext : ""
+        if looksLikeOne && !ext.isEmpty { return ext }
+        // A tracking or download URL often ends in no name at all; the announced type still says what it is.
+        if asset == .preview, let type = previewType {
+            let essence = type.split(separator: ";").first.map { $0.trimmingCharacters(in: .whitespaces).lowercased() }
+            return essence.flatMap { Self.extensions[$0] } ?? ""
+        }
+        return ""
     }
+
+    /// The extensions of the media types feeds announce.
+    static let extensions = [
+        "audio/mpeg": "mp3", "audio/mp3": "mp3", "audio/mp4": "m4a", "audio/x-m4a": "m4a", "audio/m4a": "m4a",
+        "audio/aac": "aac", "audio/ogg": "ogg", "audio/opus": "opus", "audio/flac": "flac", "audio/wav": "wav",
+        "audio/x-wav": "wav", "video/mp4": "mp4", "video/x-m4v": "m4v", "video/quicktime": "mov",
+        "video/webm": "webm", "audio/webm": "weba",
+    ]
 }
 
 /// Enough of an item to name it in a message: `Jack Johnson – Upside Down [1469577741]`.

@@ -17,12 +17,46 @@ public struct PluginInfo: Sendable {
     /// One line saying what it does.
     public var summary: String
     public var options: [OptionSpec]
+    /// Defaults a source suggests for the options of other sections, by section (``PluginKind/sink`` or nil for
+    /// the download section) and key: a podcast source's episodes want a layout by show and date, and a larger
+    /// `max-size` than previews. A suggestion takes the place of the option's own default when the config leaves
+    /// the key out and the section has such a key; what a config writes always wins. Each value must be of the
+    /// option's type (a size as ``OptionValue/integer(_:)``). Only a source's suggestions are read.
+    public var suggestedDefaults: [SuggestedDefault]
 
-    public init(kind: PluginKind, name: String, summary: String, options: [OptionSpec]) {
+    /// A default a source suggests for another section's option; see ``PluginInfo/suggestedDefaults``.
+    public struct SuggestedDefault: Sendable, Hashable {
+        /// The section: `sink`, or nil for the download section.
+        public var section: PluginKind?
+        public var key: String
+        public var value: OptionValue
+
+        public init(section: PluginKind?, key: String, value: OptionValue) {
+            self.section = section
+            self.key = key
+            self.value = value
+        }
+
+        /// The section and key as a config spells them: `sink.layout`, `download.max-size`.
+        public var path: String { "\(section?.rawValue ?? "download").\(key)" }
+    }
+
+    public init(
+        kind: PluginKind, name: String, summary: String, options: [OptionSpec],
+        suggestedDefaults: [SuggestedDefault] = []
+    ) {
         self.kind = kind
         self.name = name
         self.summary = summary
         self.options = options
+        self.suggestedDefaults = suggestedDefaults
+    }
+
+    /// The defaults this plugin suggests for `section` (a kind, or nil for the download section), by key.
+    public func suggestedDefaults(for section: PluginKind?) -> [String: OptionValue] {
+        Dictionary(
+            suggestedDefaults.filter { $0.section == section }.map { ($0.key, $0.value) },
+            uniquingKeysWith: { first, _ in first })
     }
 
     public func option(_ key: String) -> OptionSpec? {

@@ -22,10 +22,16 @@ public struct SourceContext: Sendable {
     public var transport: any Transport
     /// Receives notices worth showing the user (throttling, paging), not items.
     public var notice: @Sendable (String) -> Void
+    /// What the source kept from earlier runs (a feed's validators, say), in the run's ledger; nil when the run
+    /// has no ledger.
+    public var state: SourceState?
 
-    public init(transport: any Transport, notice: @escaping @Sendable (String) -> Void = { _ in }) {
+    public init(
+        transport: any Transport, notice: @escaping @Sendable (String) -> Void = { _ in }, state: SourceState? = nil
+    ) {
         self.transport = transport
         self.notice = notice
+        self.state = state
     }
 }
 

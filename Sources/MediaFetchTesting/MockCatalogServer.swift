@@ -15,7 +15,8 @@ import MediaFetchCore
 /// every song's `previewUrl` path, artwork at `/image/thumb/<collectionId>/<N>x<N>bb.jpg` for any N, the files
 /// behind the catalog's recorded answers at `/recorded/...` (``MockRecordedAnswer``), and files added with
 /// ``addFile(path:bytes:contentType:)`` or ``addFile(path:size:seed:contentType:)``. Files answer
-/// GET and HEAD with `ETag`, `Last-Modified`, `Accept-Ranges` and single byte ranges (206, 416, `If-Range`).
+/// GET and HEAD with `ETag`, `Last-Modified`, `Accept-Ranges` and single byte ranges (206, 416, `If-Range`), and
+/// answer a conditional GET of the version they serve (`If-None-Match`, `If-Modified-Since`) with 304.
 ///
 /// One accept thread plus one thread per connection, blocking sockets: independent of Swift concurrency, so
 /// a test blocking its own threads cannot stall the server. Every request is logged (``requests``), and

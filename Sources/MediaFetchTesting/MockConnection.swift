@@ -245,6 +245,12 @@ final class MockConnection {
         var fields = [("Content-Type", file.contentType), ("Accept-Ranges", "bytes")]
         if !plan.withoutETag { fields.append(("ETag", etag)) }
         fields.append(("Last-Modified", lastModified))
+        if Self.notModified(request.headers, etag: plan.withoutETag ? nil : etag, lastModified: lastModified) {
+            // A conditional GET of the version the client has: the validators again, and no body.
+            return send(
+                status: 304, headers: fields.filter { $0.0 != "Accept-Ranges" }, body: nil, range: 0..<0,
+                isHead: isHead, plan: plan, keepAlive: keepAlive)
+        }
         if !plan.ignoreRange, let rangeHeader = request.headers["Range"],
             Self.ifRangeHolds(
                 request.headers["If-Range"], etag: plan.withoutETag ? nil : etag,
@@ -269,6 +275,18 @@ final class MockConnection {
         return send(
             status: status, headers: fields, body: file.content, range: range, isHead: isHead, plan: plan,
             keepAlive: keepAlive)
+    }
+
+    /// Whether a conditional request names the version served (RFC 9110 13.1.2 and 13.1.3): `If-None-Match`
+    /// listing its ETag (weakly compared) or `*`; without `If-None-Match`, an `If-Modified-Since` equal to its
+    /// `Last-Modified`, the date the mock always sends.
+    private static func notModified(_ headers: HTTPHeaders, etag: String?, lastModified: String) -> Bool {
+        if let match = headers["If-None-Match"] {
+            let opaque = { (tag: String) in tag.hasPrefix("W/") ? String(tag.dropFirst(2)) : tag }
+            let listed = match.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }
+            return listed.contains("*") || (etag.map { tag in listed.contains { opaque($0) == opaque(tag) } } ?? false)
+        }
+        return headers["If-Modified-Since"] == lastModified
     }
 
     /// Whether a `Range` may be honoured: no `If-Range`, or one naming the current version. A weak ETag never

@@ -225,3 +225,43 @@ struct ConfigLoaderTests {
         #expect(ConfigLoader.nearest(word, in: candidates) == nil)
     }
 }
+
+/// A source's suggested defaults for the sink's and the download section's options.
+struct SuggestedDefaultsTests {
+    static func registry() -> PluginRegistry {
+        var registry = ConfigFixtures.registry()
+        var info = ConfigFixtures.urlList
+        info.name = "episodes"
+        info.suggestedDefaults = [
+            .init(section: .sink, key: "layout", value: .string("artist")),
+            .init(section: nil, key: "max-size", value: .integer(2_000_000_000)),
+            .init(section: .sink, key: "no-such-key", value: .string("ignored")),
+        ]
+        registry.register(source: .init(info: info) { _, _ in FakeSource() })
+        return registry
+    }
+
+    @Test func takeThePlaceOfTheOptionsOwnDefaults() throws {
+        let spec = try ConfigFixtures.load("source: {use: episodes, file: list.txt}", registry: Self.registry())
+        #expect(spec.sink.options.string("layout") == "artist")
+        #expect(spec.download.integer("max-size") == 2_000_000_000)
+        #expect(spec.sink.options.values["no-such-key"] == nil)
+    }
+
+    @Test func whatAConfigWritesWins() throws {
+        let spec = try ConfigFixtures.load(
+            "source: {use: episodes, file: list.txt}\nsink: {layout: flat}\ndownload: {max-size: 10MB}",
+            registry: Self.registry())
+        #expect(spec.sink.options.string("layout") == "flat")
+        #expect(spec.download.integer("max-size") == 10_000_000)
+        let overridden = try ConfigFixtures.load(
+            "source: {use: episodes, file: list.txt}", overrides: ["sink.layout=flat"], registry: Self.registry())
+        #expect(overridden.sink.options.string("layout") == "flat")
+    }
+
+    @Test func otherSourcesKeepTheUsualDefaults() throws {
+        let spec = try ConfigFixtures.load("source: {use: urls, file: list.txt}", registry: Self.registry())
+        #expect(spec.sink.options.string("layout") == "flat")
+        #expect(spec.download.integer("max-size") == 50_000_000)
+    }
+}

@@ -147,4 +147,27 @@ struct FileServingTests {
         server.removeFile(path: "/lists/a b.txt")
         #expect(try client.request("/lists/a%20b.txt").status == 404)
     }
+
+    @Test("a conditional GET of the version served is 304 with its validators and no body; another version is 200")
+    func conditionalGet() throws {
+        server.addFile(path: "/feed.xml", bytes: Array("<rss/>".utf8), contentType: "application/rss+xml")
+        let client = try RawHTTPClient(port: server.port)
+        let etag = try #require(server.etag(path: "/feed.xml"))
+        let unchanged = try client.request("/feed.xml", headers: ["If-None-Match: \(etag)"])
+        #expect(unchanged.status == 304)
+        #expect(unchanged.body.isEmpty)
+        #expect(unchanged.headers["ETag"] == etag)
+        let weak = try client.request("/feed.xml", headers: ["If-None-Match: \"other\", W/\(etag)"])
+        #expect(weak.status == 304)
+        let byDate = try client.request(
+            "/feed.xml", headers: ["If-Modified-Since: \(MockCatalogServer.lastModified)"])
+        #expect(byDate.status == 304)
+        let changed = try client.request("/feed.xml", headers: ["If-None-Match: \"v0\""])
+        #expect(changed.status == 200)
+        #expect(changed.body == Array("<rss/>".utf8))
+        // If-None-Match decides when both are sent (RFC 9110 13.2.2).
+        let both = try client.request(
+            "/feed.xml", headers: ["If-None-Match: \"v0\"", "If-Modified-Since: \(MockCatalogServer.lastModified)"])
+        #expect(both.status == 200)
+    }
 }

@@ -32,8 +32,11 @@ struct ConfigValidator {
                 key: "source")
         }
         let source = try selection(.source, section: sections["source"], root: root)
+        // The source may suggest defaults for other sections (a podcast's layout and size limit).
+        let suggestions = registry.info(.source, named: source.name)
         let transport = try selection(.transport, section: sections["transport"], root: root)
-        let sink = try selection(.sink, section: sections["sink"], root: root)
+        let sink = try selection(
+            .sink, section: sections["sink"], root: root, suggested: suggestions?.suggestedDefaults(for: .sink) ?? [:])
         let state: String
         if let pair = sections["state"],
             case .path(let value) = try converter.convert(pair.value, as: .path, key: "state")
@@ -49,7 +52,8 @@ struct ConfigValidator {
         let download = try sectionOptions(
             "download", pairs: try mappingPairs(sections["download"], key: "download"),
             specs: DownloadPolicy.options, owner: "the download section",
-            sectionLocation: sections["download"]?.key.location, root: root)
+            sectionLocation: sections["download"]?.key.location, root: root,
+            suggested: suggestions?.suggestedDefaults(for: nil) ?? [:])
         return PipelineSpec(
             configPath: path, source: source, transport: transport, sink: sink,
             stateDirectory: URL(fileURLWithPath: state, isDirectory: true), download: download)
@@ -69,8 +73,9 @@ struct ConfigValidator {
 
     /// Resolves one section: picks the plugin, checks and converts its options, fills defaults.
     /// - Parameter section: the section's pair in the top-level mapping, or nil when it was left out.
+    /// - Parameter suggested: defaults the source suggests for this section, by key.
     private func selection(
-        _ kind: PluginKind, section: YAMLNode.Pair?, root: YAMLNode
+        _ kind: PluginKind, section: YAMLNode.Pair?, root: YAMLNode, suggested: [String: OptionValue] = [:]
     ) throws(ConfigError) -> PluginSelection {
         let known = registry.plugins(kind).map(\.name)
         var optionPairs: [YAMLNode.Pair] = []
@@ -118,7 +123,7 @@ struct ConfigValidator {
         let options = try sectionOptions(
             kind.rawValue, pairs: optionPairs, specs: info.options,
             owner: "\(kind) \(ConfigText.quote(info.name))", extraKeys: ["use"], sectionLocation: sectionLocation,
-            root: root)
+            root: root, suggested: suggested)
         return PluginSelection(
             kind: kind, name: info.name, options: options, location: useNode?.location ?? sectionLocation)
     }
@@ -138,9 +143,10 @@ struct ConfigValidator {
     /// - Parameters:
     ///   - owner: how messages name whose keys these are: `source "itunes"`, `the download section`.
     ///   - extraKeys: keys handled elsewhere that are allowed too (`use`).
+    ///   - suggested: defaults that replace the specs' own for keys the section leaves out (the source's).
     private func sectionOptions(
         _ name: String, pairs: [YAMLNode.Pair], specs: [OptionSpec], owner: String, extraKeys: [String] = [],
-        sectionLocation: SourceLocation?, root: YAMLNode
+        sectionLocation: SourceLocation?, root: YAMLNode, suggested: [String: OptionValue] = [:]
     ) throws(ConfigError) -> PluginOptions {
         var values: [String: OptionValue] = [:]
         var locations: [String: SourceLocation] = [:]
@@ -157,7 +163,7 @@ struct ConfigValidator {
             locations[key] = pair.key.location
         }
         for spec in specs where values[spec.key] == nil {
-            if let value = spec.defaultValue {
+            if let value = suggested[spec.key] ?? spec.defaultValue {
                 values[spec.key] = resolvedDefault(value)
             } else if spec.required {
                 throw ConfigError(

@@ -100,6 +100,19 @@ public final class Ledger: Sendable {
         DROP TABLE items;
         ALTER TABLE items_v4 RENAME TO items;
         """,
+        // What a source keeps between runs (``SourceState``): a feed's validators and its last body, so that the
+        // next run can ask with a conditional GET. A rowid table, since a value may be a whole feed and is written
+        // with incremental blob I/O; the value is the last column, so that its zeroblob placeholder is never
+        // expanded in memory.
+        """
+        CREATE TABLE source_state (
+            source TEXT NOT NULL,
+            key TEXT NOT NULL,
+            updated_at REAL NOT NULL,
+            value BLOB NOT NULL,
+            PRIMARY KEY (source, key)
+        );
+        """,
     ]
 
     /// Writes waiting for the next batch. Its lock is held only to add or take writes, never while SQLite
@@ -275,7 +288,7 @@ public final class Ledger: Sendable {
     public func removeAll() throws {
         try database.withLock { database in
             queue.withLock { $0.pending.removeAll() }
-            try database.execute("DELETE FROM items")
+            try database.execute("DELETE FROM items; DELETE FROM source_state;")
         }
     }
 
@@ -287,6 +300,46 @@ public final class Ledger: Sendable {
             try database.execute(
                 "UPDATE items SET status = 'pending', received_bytes = 0 "
                     + "WHERE status IN ('partial', 'pending', 'verified')")
+        }
+    }
+
+    // MARK: Source state
+
+    /// The value `source` stored under `key` (``SourceState``), or nil.
+    func sourceValue(source: String, key: String) throws -> Data? {
+        try database.withLock { database in
+            let select = "SELECT rowid, length(value) FROM source_state WHERE source = ? AND key = ?"
+            let found = try database.cached(select).rows([.text(source), .text(key)]) {
+                (rowID: Int64($0.int(0)), count: $0.int(1))
+            }.first
+            guard let found else { return nil }
+            guard found.count > 0 else { return Data() }
+            return try database.readBlob(
+                table: "source_state", column: "value", rowID: found.rowID, count: found.count)
+        }
+    }
+
+    /// Writes `values` for `source` in one transaction, written through at once (not queued): a nil value
+    /// removes its key.
+    func setSourceValues(source: String, _ values: [(key: String, value: Data?)]) throws {
+        try database.withLock { database in
+            let now = Date().timeIntervalSince1970
+            try database.transaction {
+                for (key, value) in values {
+                    try database.cached("DELETE FROM source_state WHERE source = ? AND key = ?")
+                        .run([.text(source), .text(key)])
+                    guard let value else { continue }
+                    // A value may be a whole feed: the row gets a blob of its size, and the bytes go straight
+                    // into it, never copied into a statement.
+                    try database.cached(
+                        "INSERT INTO source_state (source, key, updated_at, value) VALUES (?, ?, ?, zeroblob(?))"
+                    ).run([.text(source), .text(key), .real(now), .integer(Int64(value.count))])
+                    if !value.isEmpty {
+                        try database.writeBlob(
+                            value, table: "source_state", column: "value", rowID: database.lastInsertRowID)
+                    }
+                }
+            }
         }
     }
 

@@ -57,6 +57,36 @@ final class SQLiteDatabase {
         return SQLiteStatement(statement, database: self, sql: sql)
     }
 
+    /// The rowid of the last row inserted on this connection.
+    var lastInsertRowID: Int64 { sqlite3_last_insert_rowid(handle) }
+
+    /// Writes `data` into the blob `column` of row `rowID` of `table`, which must already hold a blob of that
+    /// size (`zeroblob(N)`): written straight into the database's pages, where binding it would copy it twice
+    /// (once when bound, once into the row's record).
+    func writeBlob(_ data: Data, table: String, column: String, rowID: Int64) throws {
+        let sql = "blob \(table).\(column) of row \(rowID)"
+        var blob: OpaquePointer?
+        try check(sqlite3_blob_open(handle, "main", table, column, rowID, 1, &blob), sql)
+        defer { sqlite3_blob_close(blob) }
+        try data.withUnsafeBytes { bytes in
+            try check(sqlite3_blob_write(blob, bytes.baseAddress, Int32(bytes.count), 0), sql)
+        }
+    }
+
+    /// Reads `count` bytes of the blob `column` of row `rowID` of `table` straight into one buffer (a SELECT of
+    /// the value would hold it twice: SQLite's copy and ours).
+    func readBlob(table: String, column: String, rowID: Int64, count: Int) throws -> Data {
+        let sql = "blob \(table).\(column) of row \(rowID)"
+        var blob: OpaquePointer?
+        try check(sqlite3_blob_open(handle, "main", table, column, rowID, 0, &blob), sql)
+        defer { sqlite3_blob_close(blob) }
+        var data = Data(count: count)
+        try data.withUnsafeMutableBytes { bytes in
+            try check(sqlite3_blob_read(blob, bytes.baseAddress, Int32(count), 0), sql)
+        }
+        return data
+    }
+
     /// Turns a result code into an error naming the file, SQLite's message and the statement.
     func check(_ code: Int32, _ sql: String) throws {
         guard code == SQLITE_OK || code == SQLITE_ROW || code == SQLITE_DONE else {

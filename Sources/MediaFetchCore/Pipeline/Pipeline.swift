@@ -131,7 +131,10 @@ public struct Pipeline: Sendable {
         let (outputs, continuation) = AsyncThrowingStream.makeStream(of: SourceOutput.self)
         // The source runs a little ahead of the downloads, never the whole catalog ahead.
         let credits = Slots(limit: max(64, options.concurrency * 4))
-        let context = SourceContext(transport: transport, notice: { run.report(.notice($0)) })
+        let state = options.ledger.map {
+            SourceState(ledger: $0, source: options.sourceName, readsStoredValues: !options.refetch)
+        }
+        let context = SourceContext(transport: transport, notice: { run.report(.notice($0)) }, state: state)
 
         try await withThrowingTaskGroup(of: Bool.self) { group in
             // The producer's task answers false and the workers true, so the bound counts only workers.
