@@ -21,7 +21,7 @@ func plugin(_ name: String, dependencies: [Target.Dependency] = [], exclude: [St
 /// The plugin targets under `Plugins/`, each also a library product.
 let bundledPlugins = [
     "ITunesSource", "URLListSource", "FoundationTransport", "CurlTransport", "DirectorySink", "ArchiveSink",
-    "ExecPlugins",
+    "ExecPlugins", "S3Sink",
 ]
 
 let package = Package(
@@ -74,13 +74,14 @@ let package = Package(
         plugin("DirectorySink", dependencies: ["CLinux"]),
         plugin("ArchiveSink", dependencies: ["CArchive", "CLinux"]),
         plugin("ExecPlugins", exclude: ["PROTOCOL.md"]),
+        plugin("S3Sink", dependencies: ["CCrypto"]),
         .target(name: "MediaFetchTesting", dependencies: ["MediaFetchCore"], swiftSettings: strict),
         .target(
             name: "MediaFetchCLI",
             dependencies: [
                 "MediaFetchCore", "MediaFetchTesting",
                 "ITunesSource", "URLListSource", "FoundationTransport", "CurlTransport", "DirectorySink",
-                "ArchiveSink", "ExecPlugins",
+                "ArchiveSink", "ExecPlugins", "S3Sink",
             ],
             swiftSettings: strict
         ),
@@ -126,6 +127,12 @@ let package = Package(
         .testTarget(
             name: "ExecPluginsTests",
             dependencies: ["ExecPlugins", "MediaFetchCLI", "mediafetch", "MediaFetchCore", "MediaFetchTesting"],
+            swiftSettings: strict
+        ),
+        .testTarget(
+            name: "S3SinkTests",
+            dependencies: ["S3Sink", "CurlTransport", "MediaFetchCLI", "mediafetch", "MediaFetchCore", "MediaFetchTesting"],
+            resources: [.copy("Fixtures")],
             swiftSettings: strict
         ),
         .testTarget(
