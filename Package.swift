@@ -131,7 +131,10 @@ let package = Package(
         ),
         .testTarget(
             name: "S3SinkTests",
-            dependencies: ["S3Sink", "CurlTransport", "MediaFetchCLI", "mediafetch", "MediaFetchCore", "MediaFetchTesting"],
+            dependencies: [
+                "S3Sink", "CurlTransport", "FoundationTransport", "MediaFetchCLI", "mediafetch", "MediaFetchCore",
+                "MediaFetchTesting",
+            ],
             resources: [.copy("Fixtures")],
             swiftSettings: strict
         ),

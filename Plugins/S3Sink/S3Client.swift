@@ -110,6 +110,23 @@ public final class S3Client: Sendable {
         return response.body
     }
 
+    /// Streams the object into `file` through the transport's download (never held in memory).
+    /// - Returns: the object's size, or nil when the key holds none.
+    public func download(_ key: String, to file: URL) async throws -> Int64? {
+        let (url, host, path) = address(key: key, query: nil)
+        let signed = signer.sign(
+            method: "GET", host: host, path: path, query: nil,
+            headers: ["x-amz-content-sha256": SigV4Signer.emptyPayloadHash], payloadHash: SigV4Signer.emptyPayloadHash,
+            date: clock())
+        do {
+            return try await transport.download(
+                DownloadRequest(url: url, destination: file, headers: signed.headers)
+            ) { _ in }.fileSize
+        } catch let error as TransportError where error.status == 404 {
+            return nil
+        }
+    }
+
     /// A single PUT of `body`; with `exclusive`, sent with `If-None-Match: *` so that an existing object stays.
     public func put(
         _ key: String, body: UploadRequest.Body, payloadHash: String, headers: HTTPHeaders, exclusive: Bool

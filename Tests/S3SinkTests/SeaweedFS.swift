@@ -16,6 +16,8 @@ import Synchronization
 final class SeaweedFS: Sendable {
     static let accessKey = "AKMEDIAFETCHTEST"
     static let secretKey = "s3cr3t-never-printed-9f2c"
+    /// An identity that may read and list, not write.
+    static let readerKey = "AKMEDIAFETCHREADER"
 
     let endpoint: URL
     let folder: URL
@@ -50,7 +52,9 @@ final class SeaweedFS: Sendable {
         try Data(
             """
             {"identities":[{"name":"test","credentials":[{"accessKey":"\(Self.accessKey)","secretKey":"\(Self.secretKey)"}],
-            "actions":["Admin","Read","Write","List","Tagging"]}]}
+            "actions":["Admin","Read","Write","List","Tagging"]},
+            {"name":"reader","credentials":[{"accessKey":"\(Self.readerKey)","secretKey":"\(Self.secretKey)"}],
+            "actions":["Read","List"]}]}
             """.utf8
         ).write(to: identities)
         let base = try Self.freePorts()
@@ -130,12 +134,13 @@ final class SeaweedFS: Sendable {
     func configuration(
         bucket: String, prefix: String = "", layout: String = "{title}.{ext}", partSize: Int64 = 64 << 20,
         collection: CollectionOptions = CollectionOptions(writesManifest: false, writesPlaylist: false),
-        secret: String = SeaweedFS.secretKey, createBucket: Bool = true
+        keyID: String = SeaweedFS.accessKey, secret: String = SeaweedFS.secretKey, createBucket: Bool = true,
+        endpoint: URL? = nil
     ) throws -> S3Configuration {
         S3Configuration(
-            endpoint: endpoint, bucket: bucket, prefix: prefix, layout: try LayoutTemplate(layout),
+            endpoint: endpoint ?? self.endpoint, bucket: bucket, prefix: prefix, layout: try LayoutTemplate(layout),
             collection: collection,
-            credentials: .init(accessKeyID: Self.accessKey, secretAccessKey: secret),
+            credentials: .init(accessKeyID: keyID, secretAccessKey: secret),
             credentialOrigins: ["access-key-id": "the test's key id", "secret-access-key": "the test's secret"],
             partSize: partSize, createBucket: createBucket)
     }
