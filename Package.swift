@@ -155,7 +155,7 @@ let package = Package(
             name: "FaultMatrixTests",
             dependencies: [
                 "MediaFetchCore", "MediaFetchTesting", "ITunesSource", "FoundationTransport", "CurlTransport",
-                "DirectorySink", "ArchiveSink",
+                "DirectorySink", "ArchiveSink", "S3Sink",
             ],
             swiftSettings: strict
         ),
