@@ -222,3 +222,113 @@ enum SHA256File {
         return hasher.finalize()
     }
 }
+
+/// Uploads cut off by the network, and a store that says SlowDown: retried with the download section's backoff,
+/// and the objects end whole, once.
+struct S3UploadFaultTests {
+    /// A connection reset in the middle of a single PUT and in the middle of a multipart upload's part.
+    @Test func aConnectionResetDuringAnUploadIsRetried() async throws {
+        let folder = try S3SinkTests.scratch()
+        defer { try? FileManager.default.removeItem(at: folder) }
+        try await withSeaweedFS { store in
+            let proxy = try ResettingProxy(
+                upstreamPort: UInt16(store.endpoint.port ?? 0), resetAfter: 3 << 20)
+            defer { proxy.stop() }
+            let endpoint = try #require(URL(string: "http://127.0.0.1:\(proxy.port)"))
+            for (size, partSize) in [(Int64(20 << 20), Int64(64 << 20)), (Int64(24 << 20), Int64(5 << 20))] {
+                proxy.arm()
+                let resetsBefore = proxy.resets
+                let configuration = try store.configuration(
+                    bucket: SeaweedFS.bucketName(), partSize: partSize, endpoint: endpoint)
+                let (sink, transport) = try store.sink(configuration)
+                let (url, sha256) = try S3SinkTests.file(size, seed: UInt64(size), in: folder)
+                let plan = try await sink.plan(S3SinkTests.song, asset: .preview)
+                _ = try await sink.store(S3SinkTests.staged(url, size, sha256), as: plan)
+                #expect(proxy.resets == resetsBefore + 1, "no connection was reset during the upload")
+                let key = sink.key(for: plan.relativePath)
+                let info = try #require(try await sink.client.head(key))
+                #expect(info.size == size && info.sha256 == sha256)
+                let back = folder.appendingPathComponent("back-\(size)")
+                _ = try await sink.client.download(key, to: back)
+                #expect(try SHA256File.hex(back) == sha256, "the object is not the file after a reset")
+                #expect(try await sink.client.openUploads(prefix: "").isEmpty)
+                await transport.shutdown()
+            }
+        }
+    }
+
+    /// The store answers the first two uploads with 503 SlowDown (through a transport that stands in front of the
+    /// real one, as a test's scripted transport sees every request): the sink waits and tries again, and stores.
+    @Test func slowDownIsRetriedWithBackoff() async throws {
+        let folder = try S3SinkTests.scratch()
+        defer { try? FileManager.default.removeItem(at: folder) }
+        try await withSeaweedFS { store in
+            let real = try CurlTransport(.init(concurrency: 4))
+            let busy = SlowDownFirst(real, count: 2)
+            let sink = S3Sink(
+                configuration: try store.configuration(bucket: SeaweedFS.bucketName()), transport: busy,
+                policy: DownloadPolicy(retries: 3, retryBase: .milliseconds(20)))
+            let (url, sha256) = try S3SinkTests.file(100_000, seed: 9, in: folder)
+            let plan = try await sink.plan(S3SinkTests.song, asset: .preview)
+            _ = try await sink.store(S3SinkTests.staged(url, 100_000, sha256), as: plan)
+            #expect(busy.refused == 2 && busy.uploads == 3, "\(busy.refused) refused of \(busy.uploads)")
+            #expect(try await sink.client.head(sink.key(for: plan.relativePath))?.sha256 == sha256)
+
+            let always = SlowDownFirst(real, count: 100)
+            let stubborn = S3Sink(
+                configuration: try store.configuration(bucket: SeaweedFS.bucketName()), transport: always,
+                policy: DownloadPolicy(retries: 2, retryBase: .milliseconds(10)))
+            try await stubborn.prepare()
+            let (other, otherSHA) = try S3SinkTests.file(1000, seed: 10, in: folder)
+            let error = await #expect(throws: SinkError.self) {
+                _ = try await stubborn.store(S3SinkTests.staged(other, 1000, otherSHA), as: plan)
+            }
+            #expect(error?.description.contains("SlowDown") == true, "\(String(describing: error))")
+            #expect(always.uploads == 3, "retries 2 means 3 attempts, not \(always.uploads)")
+            await real.shutdown()
+        }
+    }
+}
+
+/// A transport in front of another that answers its first `count` uploads of objects (the requests carrying the
+/// sink's SHA-256 metadata) itself, with S3's 503 SlowDown.
+final class SlowDownFirst: Transport {
+    private let inner: any Transport
+    private let count: Int
+    private let counts = Mutex((uploads: 0, refused: 0))
+
+    init(_ inner: any Transport, count: Int) {
+        self.inner = inner
+        self.count = count
+    }
+
+    var uploads: Int { counts.withLock { $0.uploads } }
+    var refused: Int { counts.withLock { $0.refused } }
+    var maxConcurrentTransfers: Int { inner.maxConcurrentTransfers }
+
+    func send(_ request: HTTPRequest) async throws -> HTTPResponse { try await inner.send(request) }
+
+    func download(
+        _ request: DownloadRequest, progress: @escaping @Sendable (DownloadProgress) -> Void
+    ) async throws -> DownloadResult {
+        try await inner.download(request, progress: progress)
+    }
+
+    func upload(_ request: UploadRequest, progress: @escaping @Sendable (Int64) -> Void) async throws -> HTTPResponse {
+        guard request.headers["x-amz-meta-sha256"] != nil else {
+            return try await inner.upload(request, progress: progress)
+        }
+        let refuse = counts.withLock { counts -> Bool in
+            counts.uploads += 1
+            guard counts.refused < count else { return false }
+            counts.refused += 1
+            return true
+        }
+        guard refuse else { return try await inner.upload(request, progress: progress) }
+        let body =
+            "<?xml version=\"1.0\" encoding=\"UTF-8\"?><Error><Code>SlowDown</Code>"
+            + "<Message>Please reduce your request rate.</Message></Error>"
+        return HTTPResponse(
+            status: 503, headers: ["Content-Type": "application/xml"], url: request.url, body: Data(body.utf8))
+    }
+}
