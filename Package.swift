@@ -21,7 +21,7 @@ func plugin(_ name: String, dependencies: [Target.Dependency] = [], exclude: [St
 /// The plugin targets under `Plugins/`, each also a library product.
 let bundledPlugins = [
     "ITunesSource", "URLListSource", "PodcastSource", "FoundationTransport", "CurlTransport", "DirectorySink",
-    "ArchiveSink", "ExecPlugins",
+    "ArchiveSink", "ExecPlugins", "S3Sink",
 ]
 
 let package = Package(
@@ -82,13 +82,14 @@ let package = Package(
         plugin("DirectorySink", dependencies: ["CLinux"]),
         plugin("ArchiveSink", dependencies: ["CArchive", "CLinux"]),
         plugin("ExecPlugins", exclude: ["PROTOCOL.md"]),
+        plugin("S3Sink", dependencies: ["CCrypto"]),
         .target(name: "MediaFetchTesting", dependencies: ["MediaFetchCore"], swiftSettings: strict),
         .target(
             name: "MediaFetchCLI",
             dependencies: [
                 "MediaFetchCore", "MediaFetchTesting",
                 "ITunesSource", "URLListSource", "PodcastSource", "FoundationTransport", "CurlTransport",
-                "DirectorySink", "ArchiveSink", "ExecPlugins",
+                "DirectorySink", "ArchiveSink", "ExecPlugins", "S3Sink",
             ],
             swiftSettings: strict
         ),
@@ -147,6 +148,15 @@ let package = Package(
             swiftSettings: strict
         ),
         .testTarget(
+            name: "S3SinkTests",
+            dependencies: [
+                "S3Sink", "CurlTransport", "FoundationTransport", "MediaFetchCLI", "mediafetch", "MediaFetchCore",
+                "MediaFetchTesting",
+            ],
+            resources: [.copy("Fixtures")],
+            swiftSettings: strict
+        ),
+        .testTarget(
             name: "MediaFetchTestingTests",
             dependencies: ["MediaFetchTesting", "MediaFetchCore"],
             swiftSettings: strict
@@ -163,7 +173,7 @@ let package = Package(
             name: "FaultMatrixTests",
             dependencies: [
                 "MediaFetchCore", "MediaFetchTesting", "ITunesSource", "FoundationTransport", "CurlTransport",
-                "DirectorySink", "ArchiveSink",
+                "DirectorySink", "ArchiveSink", "S3Sink",
             ],
             swiftSettings: strict
         ),

@@ -67,6 +67,10 @@ final class CurlEasy {
         curl_easy_pause(handle, CURLPAUSE_CONT)
     }
 
+    func setReadFunction(_ callback: curl_read_callback) throws(TransportError) {
+        try check(mf_easy_setopt_read_function(handle, callback), "CURLOPT_READFUNCTION")
+    }
+
     func setHeaderFunction(_ callback: curl_write_callback) throws(TransportError) {
         try check(mf_easy_setopt_header_function(handle, callback), "CURLOPT_HEADERFUNCTION")
     }

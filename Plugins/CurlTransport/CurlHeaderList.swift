@@ -7,7 +7,14 @@ final class CurlHeaderList {
     private(set) var pointer: UnsafeMutablePointer<curl_slist>?
 
     /// Builds `Name: value` lines; an empty value is sent as `Name;`, which is how libcurl spells that.
-    init(_ headers: HTTPHeaders, url: URL) throws(TransportError) {
+    /// - Parameter removing: headers libcurl would add itself that must not be sent (`Name:` tells it so).
+    init(_ headers: HTTPHeaders, url: URL, removing: [String] = []) throws(TransportError) {
+        for name in removing {
+            guard let next = curl_slist_append(pointer, name + ":") else {
+                throw TransportError(.other, url: url, detail: "out of memory building the header list")
+            }
+            pointer = next
+        }
         for (name, value) in headers {
             let line = value.isEmpty ? name + ";" : name + ": " + value
             // On bytes: Foundation's substring search (twice a line) cost more than libcurl's whole slist.

@@ -13,6 +13,17 @@ final class CurlTransfer: @unchecked Sendable {
         case buffer(limit: Int, head: Bool)
         /// Streamed into `request.destination`.
         case file(DownloadRequest, progress: @Sendable (DownloadProgress) -> Void)
+        /// An upload's answer, collected in memory up to `limit` bytes, while its body is read from `source`.
+        case upload(UploadSource, limit: Int, progress: @Sendable (Int64) -> Void)
+
+        /// The most an answer collected in memory may hold; nil for a download.
+        var bufferLimit: Int? {
+            switch self {
+            case .buffer(let limit, _): limit
+            case .upload(_, let limit, _): limit
+            case .file: nil
+            }
+        }
     }
 
     /// How often a download's progress closure is called at most.
@@ -48,6 +59,8 @@ final class CurlTransfer: @unchecked Sendable {
     /// every piece copied the whole request (a retain and release of each of its fields) 95,000 times a run.
     private let maxBytes: Int64?
     private let progress: (@Sendable (DownloadProgress) -> Void)?
+    private let uploadSource: UploadSource?
+    private let uploadProgress: (@Sendable (Int64) -> Void)?
 
     init(
         easy: CurlEasy, headerList: CurlHeaderList, body: Body, maxRedirects: Int, limiter: RateLimiter? = nil
@@ -64,6 +77,13 @@ final class CurlTransfer: @unchecked Sendable {
             maxBytes = nil
             progress = nil
         }
+        if case .upload(let source, _, let progress) = body {
+            uploadSource = source
+            uploadProgress = progress
+        } else {
+            uploadSource = nil
+            uploadProgress = nil
+        }
         // Unretained: the engine holds the transfer for as long as libcurl may call back.
         let context = Unmanaged.passUnretained(self).toOpaque()
         try easy.set(CURLOPT_HTTPHEADER, pointer: UnsafeMutableRawPointer(headerList.pointer), "CURLOPT_HTTPHEADER")
@@ -71,6 +91,35 @@ final class CurlTransfer: @unchecked Sendable {
         try easy.set(CURLOPT_WRITEDATA, pointer: context, "CURLOPT_WRITEDATA")
         try easy.setHeaderFunction(Self.onHeader)
         try easy.set(CURLOPT_HEADERDATA, pointer: context, "CURLOPT_HEADERDATA")
+        if let uploadSource {
+            try easy.set(CURLOPT_UPLOAD, true, "CURLOPT_UPLOAD")
+            try easy.set(CURLOPT_INFILESIZE_LARGE, offset: uploadSource.length, "CURLOPT_INFILESIZE_LARGE")
+            try easy.setReadFunction(Self.onRead)
+            try easy.set(CURLOPT_READDATA, pointer: context, "CURLOPT_READDATA")
+        }
+    }
+
+    /// Hands libcurl the next bytes of an upload's body.
+    private static let onRead: curl_read_callback = { buffer, size, count, context in
+        guard let context, let buffer else { return Int(CURL_READFUNC_ABORT) }
+        let transfer = Unmanaged<CurlTransfer>.fromOpaque(context).takeUnretainedValue()
+        return transfer.send(into: UnsafeMutableRawBufferPointer(start: buffer, count: size * count))
+    }
+
+    private func send(into buffer: UnsafeMutableRawBufferPointer) -> Int {
+        guard let uploadSource, failure == nil else { return Int(CURL_READFUNC_ABORT) }
+        do {
+            let count = try uploadSource.read(into: buffer)
+            let now = ContinuousClock.now
+            if count == 0 || lastProgress.map({ now - $0 >= Self.progressInterval }) ?? true {
+                lastProgress = now
+                uploadProgress?(uploadSource.sent)
+            }
+            return count
+        } catch {
+            _ = fail(error)
+            return Int(CURL_READFUNC_ABORT)
+        }
     }
 
     // MARK: Callbacks (engine thread)
@@ -151,7 +200,7 @@ final class CurlTransfer: @unchecked Sendable {
             return true
         }
         // A download without its file (it could not be opened) has failed already.
-        guard case .buffer(let limit, _) = body else { return false }
+        guard let limit = body.bufferLimit else { return false }
         guard data.count + bytes.count <= limit else {
             return fail(TransportError(.bodyTooLarge(limit: Int64(limit)), url: easy.effectiveURL ?? easy.url))
         }
@@ -173,6 +222,10 @@ final class CurlTransfer: @unchecked Sendable {
             }
             // A body of known length (a feed of megabytes) grows into one buffer instead of doubling into several.
             if !head, let expected, expected > 0 { data.reserveCapacity(Int(expected)) }
+        case .upload(_, let limit, _):
+            if let expected, expected > Int64(limit) {
+                return fail(TransportError(.bodyTooLarge(limit: Int64(limit)), url: url))
+            }
         case .file(let request, _):
             let decision: ResumeDecision
             do {

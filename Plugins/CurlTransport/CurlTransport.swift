@@ -134,7 +134,11 @@ public final class CurlTransport: Transport {
             // The empty string asks for every encoding this libcurl can decode.
             try easy.set(CURLOPT_ACCEPT_ENCODING, "", "CURLOPT_ACCEPT_ENCODING")
         }
-        if request.method == .head { try easy.set(CURLOPT_NOBODY, true, "CURLOPT_NOBODY") }
+        switch request.method {
+        case .head: try easy.set(CURLOPT_NOBODY, true, "CURLOPT_NOBODY")
+        case .delete: try easy.set(CURLOPT_CUSTOMREQUEST, "DELETE", "CURLOPT_CUSTOMREQUEST")
+        case .get: break
+        }
         let transfer = try CurlTransfer(
             easy: easy, headerList: try CurlHeaderList(headers, url: request.url),
             body: .buffer(limit: request.maxBodyBytes, head: request.method == .head),
@@ -143,6 +147,31 @@ public final class CurlTransport: Transport {
         return HTTPResponse(
             status: transfer.status, headers: transfer.headers,
             url: easy.effectiveURL ?? request.url, body: transfer.data)
+    }
+
+    /// Streams the body with libcurl's read callback (`pread` from the file range, a copy from a buffer), with a
+    /// `Content-Length` and without `Expect: 100-continue` (a round trip per upload); redirects are not followed,
+    /// since a signed request is valid for its own URL only.
+    public func upload(
+        _ request: UploadRequest,
+        progress: @escaping @Sendable (Int64) -> Void
+    ) async throws -> HTTPResponse {
+        if let error = TransportError.checkScheme(request.url) { throw error }
+        var headers = configuration.headers
+        for (name, value) in request.headers { headers.set(name, value) }
+        headers.set("Accept-Encoding", "identity")
+        let easy = try makeEasy(url: request.url, timeout: request.timeout)
+        try easy.set(CURLOPT_FOLLOWLOCATION, false, "CURLOPT_FOLLOWLOCATION")
+        if request.method == .post { try easy.set(CURLOPT_CUSTOMREQUEST, "POST", "CURLOPT_CUSTOMREQUEST") }
+        let list = try CurlHeaderList(headers, url: request.url, removing: ["Expect"])
+        let source = try UploadSource(request.body, for: request.url)
+        let transfer = try CurlTransfer(
+            easy: easy, headerList: list, body: .upload(source, limit: request.maxResponseBytes, progress: progress),
+            maxRedirects: 0)
+        try await reserveEngine().perform(transfer)
+        return HTTPResponse(
+            status: transfer.status, headers: transfer.headers, url: easy.effectiveURL ?? request.url,
+            body: transfer.data)
     }
 
     public func download(

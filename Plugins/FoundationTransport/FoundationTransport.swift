@@ -102,6 +102,41 @@ public final class FoundationTransport: Transport {
         return result
     }
 
+    /// Sends a whole file with an upload task (FoundationNetworking reads it in pieces) or the buffer, with its
+    /// `Content-Length`; the answer is buffered like `send`'s. A range of a file is ``TransportError/Code/unsupported``
+    /// (see the `TransportContract` test for why).
+    public func upload(
+        _ request: UploadRequest,
+        progress: @escaping @Sendable (Int64) -> Void
+    ) async throws -> HTTPResponse {
+        if let error = TransportError.checkScheme(request.url) { throw error }
+        var urlRequest = makeRequest(url: request.url, headers: request.headers)
+        urlRequest.httpMethod = request.method.rawValue
+        urlRequest.setValue("identity", forHTTPHeaderField: "Accept-Encoding")
+        urlRequest.setValue(String(request.body.length), forHTTPHeaderField: "Content-Length")
+        if let timeout = request.timeout { urlRequest.timeoutInterval = timeout.seconds }
+        var transfer = BufferedTransfer(limit: request.maxResponseBytes)
+        transfer.uploadProgress = progress
+        switch request.body {
+        case .bytes(let data):
+            urlRequest.httpBody = data
+        case .file(let file, 0, let length) where Self.fileSize(file) == length:
+            let outcome = try await perform(urlRequest, state: .buffered(transfer), fromFile: file)
+            guard case .buffered(let response) = outcome else { throw TransportError(.other, url: request.url) }
+            return response
+        case .file(let file, _, _):
+            // A body stream would go out chunked, without the Content-Length object stores require:
+            // FoundationNetworking on Linux gives a stream no length, whatever the request's headers say.
+            throw TransportError(
+                .unsupported, url: request.url,
+                detail: "FoundationNetworking can upload a whole file but not a range of \(file.lastPathComponent) "
+                    + "with a Content-Length; the curl transport can (an s3 sink's multipart parts are ranges)")
+        }
+        let outcome = try await perform(urlRequest, state: .buffered(transfer))
+        guard case .buffered(let response) = outcome else { throw TransportError(.other, url: request.url) }
+        return response
+    }
+
     private func makeRequest(url: URL, headers: HTTPHeaders) -> URLRequest {
         var urlRequest = URLRequest(url: url)
         urlRequest.setValue(configuration.userAgent, forHTTPHeaderField: "User-Agent")
@@ -110,9 +145,17 @@ public final class FoundationTransport: Transport {
         return urlRequest
     }
 
+    private static func fileSize(_ url: URL) -> Int64? {
+        var info = stat()
+        return stat(url.path, &info) == 0 ? Int64(info.st_size) : nil
+    }
+
     /// Runs one task to its end; cancelling the calling Swift task cancels the URLSession task.
-    private func perform(_ urlRequest: URLRequest, state: TransferState) async throws -> TransferOutcome {
-        let task = session.dataTask(with: urlRequest)
+    private func perform(
+        _ urlRequest: URLRequest, state: TransferState, fromFile: URL? = nil
+    ) async throws -> TransferOutcome {
+        let task =
+            fromFile.map { session.uploadTask(with: urlRequest, fromFile: $0) } ?? session.dataTask(with: urlRequest)
         return try await withTaskCancellationHandler {
             try await withCheckedThrowingContinuation { continuation in
                 delegate.register(task, state: state, continuation: continuation)

@@ -23,6 +23,8 @@ struct BufferedTransfer: Sendable {
     var limit: Int
     var body = Data()
     var response: HTTPURLResponse?
+    /// An upload's progress: body bytes sent so far.
+    var uploadProgress: (@Sendable (Int64) -> Void)?
 
     init(limit: Int) {
         self.limit = limit
@@ -101,6 +103,17 @@ final class SessionDelegate: NSObject, URLSessionDataDelegate, Sendable {
     private func fail(_ task: URLSessionTask, _ error: TransportError) {
         record(task, error)
         task.cancel()
+    }
+
+    func urlSession(
+        _ session: URLSession, task: URLSessionTask, didSendBodyData bytesSent: Int64, totalBytesSent: Int64,
+        totalBytesExpectedToSend: Int64
+    ) {
+        let progress = entries.withLock { entries -> (@Sendable (Int64) -> Void)? in
+            guard case .buffered(let transfer) = entries[task.taskIdentifier]?.state else { return nil }
+            return transfer.uploadProgress
+        }
+        progress?(totalBytesSent)
     }
 
     func urlSession(

@@ -31,6 +31,11 @@ static inline CURLcode mf_easy_setopt_write_function(CURL *handle, curl_write_ca
     return curl_easy_setopt(handle, CURLOPT_WRITEFUNCTION, callback);
 }
 
+/// An upload's body comes from this callback (CURLOPT_UPLOAD).
+static inline CURLcode mf_easy_setopt_read_function(CURL *handle, curl_read_callback callback) {
+    return curl_easy_setopt(handle, CURLOPT_READFUNCTION, callback);
+}
+
 /// The header callback has the write callback's signature.
 static inline CURLcode mf_easy_setopt_header_function(CURL *handle, curl_write_callback callback) {
     return curl_easy_setopt(handle, CURLOPT_HEADERFUNCTION, callback);

@@ -6,12 +6,14 @@ import FoundationTransport
 import ITunesSource
 import MediaFetchCore
 import PodcastSource
+import S3Sink
 import URLListSource
 
 /// Every plugin this package ships, with the defaults a config falls back on.
 public enum BundledPlugins {
-    /// The bundled sources (`itunes`, `urls`, `podcast`, `exec`), transports (`curl`, the default, and `foundation`) and sinks
-    /// (`directory`, the default, `tar` and `exec`). A new registry each time: add your own plugins to a copy.
+    /// The bundled sources (`itunes`, `urls`, `podcast`, `exec`), transports (`curl`, the default, and
+    /// `foundation`) and sinks (`directory`, the default, `tar`, `exec` and `s3`). A new registry each time: add
+    /// your own plugins to a copy.
     public static var registry: PluginRegistry {
         var registry = PluginRegistry()
         registry.register(source: ITunesSource.descriptor)
@@ -23,6 +25,7 @@ public enum BundledPlugins {
         registry.register(sink: DirectorySink.descriptor, isDefault: true)
         registry.register(sink: ArchiveSink.descriptor)
         registry.register(sink: ExecSink.descriptor)
+        registry.register(sink: S3Sink.descriptor)
         return registry
     }
 }

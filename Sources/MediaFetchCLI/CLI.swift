@@ -77,7 +77,7 @@ public enum CLI {
             case "search": return try await SearchCommand.run(words)
             case "check": return try CheckCommand.run(words, registry: registry)
             case "status": return try StatusCommand.run(words, registry: registry)
-            case "clean": return try CleanCommand.run(words, registry: registry)
+            case "clean": return try await CleanCommand.run(words, registry: registry)
             case "plugins": return try PluginsCommand.run(words, registry: registry)
             case "demo": return try await DemoCommand.run(words, registry: registry)
             case "mock-server": return try await MockServerCommand.run(words)
@@ -93,6 +93,7 @@ public enum CLI {
             // What the user can fix before anything is fetched is a usage error; the rest is the source's.
             let isUsage =
                 error is UsageError || error is ConfigError || error is LedgerError || error is MockServerError
+                || error is StartupError
             return isUsage ? ExitCode.usage : ExitCode.sourceFailed
         }
     }

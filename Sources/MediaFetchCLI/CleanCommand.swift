@@ -6,11 +6,13 @@ enum CleanCommand {
     static let help = """
         Usage: mediafetch clean CONFIG [--set KEY=VALUE]... [--all]
 
-        Discards partial downloads, so the next run starts them from zero. Stored files are never touched.
+        Discards partial downloads, so the next run starts them from zero, and what interrupted runs left
+        unfinished in the sink itself (an s3 bucket's open multipart uploads under the prefix). Stored files
+        are never touched.
           --all   forget the ledger too: the next run fetches everything again
         """
 
-    static func run(_ words: [String], registry: PluginRegistry) throws -> Int32 {
+    static func run(_ words: [String], registry: PluginRegistry) async throws -> Int32 {
         let arguments = try Arguments(words, valued: ["--set"], bare: ["--all"])
         guard arguments.positional.count == 1 else { throw UsageError("clean takes one CONFIG file") }
         let spec = try ConfigLoader.load(
@@ -22,6 +24,14 @@ enum CleanCommand {
         let partials = Pipeline.partialFiles(in: staging)
         for file in partials { try files.removeItem(at: file) }
         print("removed \(partials.count) partial download\(partials.count == 1 ? "" : "s")")
+        let parts = try PipelineParts(spec: spec, registry: registry)
+        do {
+            for line in try await parts.sink.discardUnfinished() { print(line) }
+        } catch {
+            await parts.transport.shutdown()
+            throw StartupError("cannot discard what the sink left unfinished: \(error)", cause: error)
+        }
+        await parts.transport.shutdown()
 
         let ledgerFile = spec.stateDirectory.appendingPathComponent(Ledger.fileName)
         guard files.fileExists(atPath: ledgerFile.path) else { return CLI.ExitCode.success }

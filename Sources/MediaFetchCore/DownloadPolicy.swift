@@ -158,7 +158,8 @@ public struct DownloadPolicy: Sendable, Hashable {
         switch error.code.kind {
         case .connectionFailed, .timedOut, .truncated, .other, .changedDuringResume: true
         case .httpStatus(let status): [408, 429, 500, 502, 503, 504].contains(status)
-        case .invalidURL, .unsupportedScheme, .tooManyRedirects, .bodyTooLarge, .fileError, .cancelled: false
+        case .invalidURL, .unsupportedScheme, .tooManyRedirects, .bodyTooLarge, .fileError, .cancelled, .unsupported:
+            false
         }
     }
 

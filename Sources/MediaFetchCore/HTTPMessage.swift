@@ -5,6 +5,8 @@ public struct HTTPRequest: Sendable {
     public enum Method: String, Sendable {
         case get = "GET"
         case head = "HEAD"
+        /// For an object store's clean-up (aborting an unfinished upload); sent without a body.
+        case delete = "DELETE"
     }
 
     public var method: Method

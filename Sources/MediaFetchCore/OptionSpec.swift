@@ -10,6 +10,12 @@ public struct OptionSpec: Sendable {
     public var doc: String
     /// How the default reads in docs when it is not a plain value ("max-items, at most 200").
     public var defaultText: String?
+    /// A credential (a secret key, a token): `mediafetch check` prints it as ``redacted``, and a plugin never
+    /// puts it in a message, a log or the ledger.
+    public var secret: Bool
+
+    /// What `mediafetch check` prints in place of a secret option's value.
+    public static let redacted = "(secret, not shown)"
 
     public init(
         _ key: String,
@@ -17,6 +23,7 @@ public struct OptionSpec: Sendable {
         default defaultValue: OptionValue? = nil,
         required: Bool = false,
         defaultText: String? = nil,
+        secret: Bool = false,
         doc: String
     ) {
         self.key = key
@@ -25,6 +32,7 @@ public struct OptionSpec: Sendable {
         self.required = required
         self.doc = doc
         self.defaultText = defaultText
+        self.secret = secret
     }
 
     /// The default as the docs show it.

@@ -76,6 +76,9 @@ public struct PipelineParts: Sendable {
         self.sourceName = spec.source.name
         self.source = try source.make(spec.source.options, context)
         self.transport = try transport.make(spec.transport.options, context)
-        self.sink = try sink.make(spec.sink.options, context)
+        self.sink = try sink.make(
+            spec.sink.options,
+            PluginContext(
+                stateDirectory: spec.stateDirectory, transport: self.transport, downloadPolicy: spec.downloadPolicy))
     }
 }

@@ -9,17 +9,27 @@ public struct PluginOptions: Sendable {
     public var sectionLocation: SourceLocation?
     public var values: [String: OptionValue]
     public var locations: [String: SourceLocation]
+    /// The keys whose values are credentials (``OptionSpec/secret``): shown as ``OptionSpec/redacted``.
+    public var secretKeys: Set<String>
 
     public init(
         section: String,
         sectionLocation: SourceLocation? = nil,
         values: [String: OptionValue] = [:],
-        locations: [String: SourceLocation] = [:]
+        locations: [String: SourceLocation] = [:],
+        secretKeys: Set<String> = []
     ) {
         self.section = section
         self.sectionLocation = sectionLocation
         self.values = values
         self.locations = locations
+        self.secretKeys = secretKeys
+    }
+
+    /// The value of `key` as messages may show it: ``OptionSpec/redacted`` for a secret.
+    public func printable(_ key: String) -> String? {
+        guard let value = values[key] else { return nil }
+        return secretKeys.contains(key) ? OptionSpec.redacted : value.description
     }
 
     public func string(_ key: String) -> String? {

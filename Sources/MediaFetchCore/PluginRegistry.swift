@@ -68,9 +68,18 @@ public struct PluginInfo: Sendable {
 public struct PluginContext: Sendable {
     /// The run's state directory (staging files, ledger).
     public var stateDirectory: URL
+    /// The run's transport, for a sink that talks HTTP itself (an object store uploads through it, so that a
+    /// test that swaps the transport swaps the uploads too); nil for sources and transports.
+    public var transport: (any Transport)?
+    /// The config's download section: the retries and backoff a sink's own requests use too.
+    public var downloadPolicy: DownloadPolicy
 
-    public init(stateDirectory: URL) {
+    public init(
+        stateDirectory: URL, transport: (any Transport)? = nil, downloadPolicy: DownloadPolicy = DownloadPolicy()
+    ) {
         self.stateDirectory = stateDirectory
+        self.transport = transport
+        self.downloadPolicy = downloadPolicy
     }
 }
 

@@ -44,13 +44,20 @@ public struct Runner: Sendable {
     /// (from any thread, so the closure must be quick and thread-safe); the last is ``PipelineEvent/finished(_:)``.
     /// - Returns: the run's summary; its ``RunSummary/exitCode`` is what the command line exits with.
     /// - Throws: before anything is fetched: ``LedgerError`` when the state directory is taken by another run or
-    ///   the ledger cannot be opened, ``ConfigError`` when a factory refuses its options. Whatever goes wrong
+    ///   the ledger cannot be opened, ``ConfigError`` when a factory refuses its options, ``StartupError`` when the
+    ///   sink's ``Sink/prepare()`` finds it cannot store anything. Whatever goes wrong
     ///   once the run is under way is in the summary instead.
     public func run(events: @escaping @Sendable (PipelineEvent) -> Void = { _ in }) async throws -> RunSummary {
         let lock = try StateLock(directory: spec.stateDirectory)
         defer { withExtendedLifetime(lock) {} }
         let parts = try PipelineParts(spec: spec, registry: registry)
         let ledger = try Ledger(directory: spec.stateDirectory)
+        do {
+            try await parts.sink.prepare()
+        } catch {
+            await parts.transport.shutdown()
+            throw StartupError("the sink cannot store anything, so nothing was fetched: \(error)", cause: error)
+        }
         let pipeline = Pipeline(
             source: parts.source,
             transport: parts.transport,

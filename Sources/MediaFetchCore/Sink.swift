@@ -10,6 +10,10 @@ import Foundation
 ///   A file is stored whole or not at all: a crash at any moment leaves every file stored earlier
 ///   intact and no half-written file under a final name.
 /// * Nothing is ever written outside the sink's root, whatever the item's metadata says.
+/// * ``prepare()`` is called once by the ``Runner`` before the source starts; a sink that can find out early that
+///   it cannot store anything (an object store that is unreachable, refuses the credentials or lacks the
+///   bucket) throws there, and the run ends before anything is fetched (`mediafetch` exits 2). A sink used
+///   without the runner must work without it (do the same checks on first use).
 /// * ``finish()`` is called once at the end of the run, also after an interruption.
 /// * A sink whose stores are durable only once ``finish()`` returns (an archive) says so with
 ///   ``commitsEachStore``, so that the ledger records its items as stored only then. Such a sink must
@@ -52,6 +56,17 @@ public protocol Sink: Sendable {
 
     /// Completes the collection (an archive is closed and moved into place).
     func finish() async throws
+
+    /// Checks, before the run fetches anything, that stores can succeed at all, and sets up what the sink needs
+    /// (an object store's bucket; the unfinished uploads an interrupted run left). Default: nothing.
+    /// - Throws: ``SinkError`` saying what is wrong and what to do; the run then ends before it starts.
+    func prepare() async throws
+
+    /// `mediafetch clean`: discards what interrupted runs left unfinished in the collection itself (an object
+    /// store's open multipart uploads), never a stored file. Default: nothing.
+    /// - Returns: one line per thing discarded, for the user.
+    /// - Throws: ``SinkError`` when the collection cannot be reached.
+    func discardUnfinished() async throws -> [String]
 }
 
 extension Sink {
@@ -68,6 +83,10 @@ extension Sink {
     public func keep(_ plan: StoragePlan, stored record: StoredRecord) async throws -> Bool { false }
 
     public func finish() async throws {}
+
+    public func prepare() async throws {}
+
+    public func discardUnfinished() async throws -> [String] { [] }
 }
 
 /// A finished, verified download waiting in the staging directory.

@@ -17,6 +17,10 @@ import Foundation
 /// * `request.onResponse`, when set, is called once a 200 or 206 arrives, before its body is written.
 /// * Task cancellation reaches the transfer: a cancelled `send` or `download` stops promptly,
 ///   frees its connection and throws ``TransportError/Code/cancelled`` (or `CancellationError`).
+/// * ``upload(_:progress:)`` streams its body from the file range (or the buffer) with a `Content-Length` and
+///   never holds a whole file in memory; it answers whatever the status, like ``send(_:)``, and a cancelled
+///   upload stops promptly. A transport that cannot upload keeps the default, which throws
+///   ``TransportError/Code/unsupported``.
 /// * The same instance serves many concurrent calls, and reuses connections between them.
 public protocol Transport: Sendable {
     /// How many downloads the pipeline should run at once with this transport.
@@ -38,12 +42,37 @@ public protocol Transport: Sendable {
         progress: @escaping @Sendable (DownloadProgress) -> Void
     ) async throws -> DownloadResult
 
+    /// Streams a PUT or POST body from a file range or a small buffer, and buffers the small answer.
+    /// - Parameters:
+    ///   - request: where to send what, with which headers.
+    ///   - progress: called with the body bytes sent so far, at a bounded rate, from any thread.
+    /// - Returns: the answer, whatever its status.
+    /// - Throws: ``TransportError`` when no answer came (connection, timeout, cancellation, a body file that
+    ///   cannot be read, an answer larger than `request.maxResponseBytes`); ``TransportError/Code/unsupported``
+    ///   from a transport that cannot upload.
+    func upload(
+        _ request: UploadRequest,
+        progress: @escaping @Sendable (Int64) -> Void
+    ) async throws -> HTTPResponse
+
     /// Releases connections and threads. Called once, when the run is over.
     func shutdown() async
 }
 
 extension Transport {
     public func shutdown() async {}
+
+    /// Throws ``TransportError/Code/unsupported``: a transport written before uploads existed keeps compiling,
+    /// and a sink that needs uploads says which transport it needs.
+    public func upload(
+        _ request: UploadRequest,
+        progress: @escaping @Sendable (Int64) -> Void
+    ) async throws -> HTTPResponse {
+        throw TransportError(
+            .unsupported, url: request.url,
+            detail: "\(type(of: self)) cannot upload; the curl and foundation "
+                + "transports can")
+    }
 }
 
 /// Why a transfer did not succeed.
@@ -64,6 +93,7 @@ public struct TransportError: Error, Sendable, CustomStringConvertible {
             case bodyTooLarge(limit: Int64)
             case fileError
             case cancelled
+            case unsupported
             case other
         }
 
@@ -95,6 +125,8 @@ public struct TransportError: Error, Sendable, CustomStringConvertible {
         /// The download could not be written to disk.
         public static let fileError = Code(.fileError)
         public static let cancelled = Code(.cancelled)
+        /// The transport cannot do what was asked (an upload, from a transport written before uploads).
+        public static let unsupported = Code(.unsupported)
         /// Anything else the transport's library reported.
         public static let other = Code(.other)
 
@@ -142,6 +174,7 @@ public struct TransportError: Error, Sendable, CustomStringConvertible {
                     + "raise it, or set it to none for no limit)"
             case .fileError: "could not write the download to disk"
             case .cancelled: "cancelled"
+            case .unsupported: "not supported by this transport"
             case .other: "transfer failed"
             }
         }

@@ -26,7 +26,7 @@ import MediaFetchCore
 /// arranging for ``stop()`` on SIGINT, e.g. with `signal(SIGINT, SIG_IGN)` and a `DispatchSource`
 /// signal source whose handler calls `server.stop()`.
 public final class MockCatalogServer: Sendable {
-    private let core: MockServerCore
+    let core: MockServerCore
 
     /// Starts listening on 127.0.0.1.
     /// - Parameters:

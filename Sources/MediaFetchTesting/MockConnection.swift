@@ -154,6 +154,7 @@ final class MockConnection {
             let text = "request bodies with Transfer-Encoding are not supported"
             return sendSimple(status: 501, text: text, keepAlive: false)
         }
+        if head.method == "PUT" || head.method == "POST" { return receiveUpload(head) }
         if let lengthText = head.headers["Content-Length"] {
             guard let length = Int(lengthText), length >= 0 else {
                 return sendSimple(status: 400, text: "bad Content-Length", keepAlive: false)
@@ -173,6 +174,58 @@ final class MockConnection {
         if plan.delay > 0, core.waitForStop(seconds: plan.delay) { return .close }
         let keepAlive = Self.wantsKeepAlive(head) && !plan.closeAfterResponse
         return respond(to: request, plan: plan, keepAlive: keepAlive)
+    }
+
+    /// Reads an upload's body as it comes (see ``MockUpload``), applying the hook's fault while reading, and
+    /// answers with what arrived.
+    private func receiveUpload(_ head: HTTPHeadParser.Head) -> Outcome {
+        guard let lengthText = head.headers["Content-Length"], let length = Int64(lengthText), length >= 0 else {
+            return sendSimple(status: 411, text: "an upload needs a Content-Length", keepAlive: false)
+        }
+        sequence += 1
+        var request = MockRequest(
+            method: head.method, target: head.target, headers: head.headers, version: head.version,
+            connection: number, sequenceOnConnection: sequence
+        )
+        let plan = FaultPlan(core.fault(for: request))
+        var hasher = SHA256()
+        var received: Int64 = 0
+        while received < length {
+            if let limit = plan.bodyLimit, received >= limit {
+                switch plan.ending {
+                case .reset: return .reset
+                case .stall(let seconds):
+                    _ = core.waitForStop(seconds: seconds)
+                    return .close
+                case .normal, .close: return .close
+                }
+            }
+            if inbox.isEmpty, !receive() { return .close }
+            var used = Int(min(Int64(inbox.count), length - received))
+            if let limit = plan.bodyLimit { used = Int(min(Int64(used), max(0, limit - received))) }
+            inbox.withUnsafeBytes { hasher.update(UnsafeRawBufferPointer(rebasing: $0[0..<used])) }
+            inbox.removeFirst(used)
+            received += Int64(used)
+        }
+        request.uploadedBytes = received
+        request.uploadedSHA256 = hasher.finalize()
+        core.log(request)
+        let keepAlive = Self.wantsKeepAlive(head) && !plan.closeAfterResponse
+        if case .respond(let status, let headers, let body) = plan.replacement {
+            var fields = headers
+            if !headers.contains(where: { $0.0.lowercased() == "content-length" }) {
+                fields.append(("Content-Length", String(body.count)))
+            }
+            let content = MockContent(bytes: body)
+            return send(
+                status: status, headers: fields, body: content, range: 0..<content.count, isHead: false,
+                plan: FaultPlan(nil), keepAlive: keepAlive)
+        }
+        let answer = MockUpload.answer(bytes: received, sha256: request.uploadedSHA256 ?? "")
+        let content = MockContent(bytes: answer.body)
+        return send(
+            status: 200, headers: answer.headers, body: content, range: 0..<content.count, isHead: false,
+            plan: FaultPlan(nil), keepAlive: keepAlive)
     }
 
     private static func wantsKeepAlive(_ head: HTTPHeadParser.Head) -> Bool {

@@ -31,6 +31,10 @@ public struct MockRequest: Sendable {
     public var connection: Int
     /// The request's position on its connection, counting from 1; above 1 means the connection was reused.
     public var sequenceOnConnection: Int
+    /// For an upload (PUT or POST) read whole: how many body bytes arrived; nil for other requests.
+    public var uploadedBytes: Int64?
+    /// For an upload read whole: the body's SHA-256, lowercase hex.
+    public var uploadedSHA256: String?
 
     public init(
         method: String,

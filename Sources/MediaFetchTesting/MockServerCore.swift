@@ -127,6 +127,16 @@ final class MockServerCore: Sendable {
         _ = state.withLock { $0.files.removeValue(forKey: path) }
     }
 
+    /// Asks the hook what to do wrong with `request` without logging it: an upload is logged once its body is in.
+    func fault(for request: MockRequest) -> MockFault? {
+        state.withLock { $0.hook }?(request)
+    }
+
+    /// Adds `request` to the log.
+    func log(_ request: MockRequest) {
+        state.withLock { $0.requests.append(request) }
+    }
+
     /// Records `request` and asks the hook what to do wrong with it. The hook runs outside the lock, so that
     /// it may itself look at the log.
     func record(_ request: MockRequest) -> MockFault? {

@@ -1,7 +1,7 @@
 import Foundation
 
-/// An outside program a test runs (nginx, GNU tar, bsdtar, zstd, xz, openssl, `/usr/bin/time`, curl, python3), and
-/// the Debian package that brings it.
+/// An outside program a test runs (nginx, GNU tar, bsdtar, zstd, xz, openssl, `/usr/bin/time`, curl, python3, and
+/// SeaweedFS's `weed` from PyPI), and the Debian or PyPI package that brings it.
 ///
 /// A test asks for the program with ``locate()`` before it uses it, so that where the program is missing the
 /// test fails with one line that names it and the command that installs it, instead of `exited with 127`
@@ -13,14 +13,25 @@ import Foundation
 public struct RequiredProgram: Sendable, Hashable, CustomStringConvertible {
     /// The program's file name, looked up on `PATH`.
     public var name: String
-    /// The Debian package that installs it.
-    public var debianPackage: String
+    /// The Debian package that installs it; nil for one from PyPI.
+    public var debianPackage: String?
+    /// The PyPI package that installs it (into `.build/tools`, by `Scripts/install-python-tools`).
+    public var pythonPackage: String?
     /// Folders searched after `PATH`, for programs that live outside an ordinary user's `PATH` (`/usr/sbin`).
     public var extraFolders: [String]
 
     public init(_ name: String, debianPackage: String, extraFolders: [String] = []) {
         self.name = name
         self.debianPackage = debianPackage
+        self.pythonPackage = nil
+        self.extraFolders = extraFolders
+    }
+
+    /// A program from PyPI, installed into a virtual environment whose `bin` is among `extraFolders`.
+    public init(_ name: String, pythonPackage: String, extraFolders: [String] = []) {
+        self.name = name
+        self.debianPackage = nil
+        self.pythonPackage = pythonPackage
         self.extraFolders = extraFolders
     }
 
@@ -73,8 +84,12 @@ public struct MissingProgram: Error, Sendable, CustomStringConvertible {
 
     public var description: String {
         let places = (["PATH"] + program.extraFolders).joined(separator: ", ")
-        return "\(program.name) is not installed (looked in \(places)); install it with "
-            + "`apt-get install \(program.debianPackage)`, or run `Scripts/test`, which installs everything the "
-            + "tests need"
+        let install =
+            program.pythonPackage.map {
+                "`python3 -m venv .build/tools && .build/tools/bin/pip install \($0)` at the top of the package "
+                    + "(Scripts/install-python-tools does this)"
+            } ?? "`apt-get install \(program.debianPackage ?? program.name)`"
+        return "\(program.name) is not installed (looked in \(places)); install it with \(install), or run "
+            + "`Scripts/test`, which installs everything the tests need"
     }
 }

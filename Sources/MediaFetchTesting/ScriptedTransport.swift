@@ -88,18 +88,34 @@ public final class ScriptedTransport: Transport {
     public enum Call: Sendable {
         case send(HTTPRequest)
         case download(DownloadRequest)
+        case upload(UploadRequest)
 
         /// The URL the call asked for.
         public var url: URL {
             switch self {
             case .send(let request): request.url
             case .download(let request): request.url
+            case .upload(let request): request.url
             }
+        }
+    }
+
+    /// An upload's body as the transport read it, piece by piece: its length and SHA-256.
+    public struct ReceivedBody: Sendable, Hashable {
+        public var bytes: Int64
+        /// Lowercase hex.
+        public var sha256: String
+
+        public init(bytes: Int64, sha256: String) {
+            self.bytes = bytes
+            self.sha256 = sha256
         }
     }
 
     public typealias SendHandler = @Sendable (HTTPRequest) throws -> HTTPResponse
     public typealias DownloadHandler = @Sendable (DownloadRequest) throws -> File
+    /// Answers an upload once its body was read whole.
+    public typealias UploadHandler = @Sendable (UploadRequest, ReceivedBody) throws -> HTTPResponse
 
     public let maxConcurrentTransfers: Int
     /// How long a scripted stall may last before the download fails with ``TransportError/Code/timedOut``.
@@ -108,24 +124,44 @@ public final class ScriptedTransport: Transport {
     public let maxRedirects: Int
     private let sendHandler: SendHandler
     private let downloadHandler: DownloadHandler
+    private let uploadHandler: UploadHandler
+    /// What ``upload(_:progress:)`` does wrong for a request before or while reading its body.
+    private let uploadFault: @Sendable (UploadRequest) -> MockFault?
     private let calls = Mutex<[Call]>([])
 
     /// - Parameters:
     ///   - send: answers `send`; the default answers 404 with an empty body.
     ///   - download: describes the resource a download gets; the default is a 404. A redirect (a file whose
     ///     ``File/fault`` is ``MockFault/redirect(status:location:)``) calls it again with the new URL.
+    ///   - upload: answers an upload once its body was read (in pieces, never whole); the default answers as
+    ///     ``MockUpload`` describes: 200 with the body's length and SHA-256.
+    ///   - uploadFault: what goes wrong with an upload while its body is read: ``MockFault/reset(afterBytes:)``
+    ///     throws a lost connection there, ``MockFault/stall(afterBytes:seconds:)`` waits (cancellation ends it,
+    ///     and a stall past `idleTimeout` times out). Nothing by default.
     public init(
         maxConcurrentTransfers: Int = 4,
         idleTimeout: Duration = .seconds(30),
         maxRedirects: Int = 10,
         send: @escaping SendHandler = { HTTPResponse(status: 404, headers: [:], url: $0.url, body: Data()) },
-        download: @escaping DownloadHandler = { _ in File(status: 404) }
+        download: @escaping DownloadHandler = { _ in File(status: 404) },
+        upload: @escaping UploadHandler = { request, body in ScriptedTransport.receivedAnswer(request, body) },
+        uploadFault: @escaping @Sendable (UploadRequest) -> MockFault? = { _ in nil }
     ) {
         self.maxConcurrentTransfers = max(1, maxConcurrentTransfers)
         self.idleTimeout = idleTimeout
         self.maxRedirects = max(0, maxRedirects)
         sendHandler = send
         downloadHandler = download
+        uploadHandler = upload
+        self.uploadFault = uploadFault
+    }
+
+    /// The mock server's answer to an upload (``MockUpload``): 200 with the body's length and SHA-256.
+    public static func receivedAnswer(_ request: UploadRequest, _ body: ReceivedBody) -> HTTPResponse {
+        let answer = MockUpload.answer(bytes: body.bytes, sha256: body.sha256)
+        var headers = HTTPHeaders()
+        for (name, value) in answer.headers { headers.set(name, value) }
+        return HTTPResponse(status: 200, headers: headers, url: request.url, body: Data(answer.body))
     }
 
     /// A transport that answers searches, lookups, previews and artwork from `catalog`, exactly as a
@@ -172,8 +208,28 @@ public final class ScriptedTransport: Transport {
                 let mock = MockRequest(method: "GET", target: Self.target(of: request.url), headers: headers)
                 let fault = server.record(mock)
                 return Self.file(for: server.resolve(mock), fault: fault)
-            }
+            },
+            upload: { request, body in
+                var mock = Self.mockRequest(for: request)
+                mock.uploadedBytes = body.bytes
+                mock.uploadedSHA256 = body.sha256
+                server.core.log(mock)
+                if case .respond(let status, let headers, let answer) = server.core.fault(for: mock) {
+                    var fields = HTTPHeaders()
+                    for (name, value) in headers { fields.set(name, value) }
+                    return HTTPResponse(status: status, headers: fields, url: request.url, body: Data(answer))
+                }
+                return Self.receivedAnswer(request, body)
+            },
+            uploadFault: { request in server.core.fault(for: Self.mockRequest(for: request)) }
         )
+    }
+
+    /// An upload as the mock server's log shows one, before its body.
+    private static func mockRequest(for request: UploadRequest) -> MockRequest {
+        var headers = request.headers
+        headers.set("Content-Length", String(request.body.length))
+        return MockRequest(method: request.method.rawValue, target: target(of: request.url), headers: headers)
     }
 
     /// Every call so far, in the order they arrived.
@@ -218,6 +274,62 @@ public final class ScriptedTransport: Transport {
             }
             return try await deliver(file, plan: plan, for: current, progress: progress)
         }
+    }
+
+    /// Reads the body in pieces (hashing it, as a server would receive it), applying the scripted fault, then
+    /// answers with the upload handler.
+    public func upload(
+        _ request: UploadRequest,
+        progress: @escaping @Sendable (Int64) -> Void
+    ) async throws -> HTTPResponse {
+        if let error = TransportError.checkScheme(request.url) { throw error }
+        calls.withLock { $0.append(.upload(request)) }
+        let plan = FaultPlan(uploadFault(request))
+        var hasher = SHA256()
+        var sent: Int64 = 0
+        let length = request.body.length
+        switch request.body {
+        case .bytes(let data):
+            data.withUnsafeBytes { hasher.update($0) }
+            sent = length
+        case .file(let file, let offset, _):
+            let descriptor = open(file.path, O_RDONLY | O_CLOEXEC)
+            guard descriptor >= 0 else {
+                throw TransportError(.fileError, url: request.url, detail: String(cString: strerror(errno)))
+            }
+            defer { close(descriptor) }
+            let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: 256 << 10, alignment: 16)
+            defer { buffer.deallocate() }
+            while sent < length {
+                if Task.isCancelled { throw TransportError(.cancelled, url: request.url) }
+                if let limit = plan.bodyLimit, sent >= limit { break }
+                let wanted = Int(min(Int64(buffer.count), length - sent, (plan.bodyLimit ?? length) - sent))
+                let count = pread(descriptor, buffer.baseAddress, wanted, off_t(offset + sent))
+                if count < 0 && errno == EINTR { continue }
+                guard count > 0 else {
+                    throw TransportError(.fileError, url: request.url, detail: "the upload's file ended early")
+                }
+                hasher.update(UnsafeRawBufferPointer(rebasing: buffer[0..<count]))
+                sent += Int64(count)
+                progress(sent)
+                await Task.yield()
+            }
+        }
+        if let limit = plan.bodyLimit, limit < length {
+            switch plan.ending {
+            case .reset, .normal, .close:
+                throw TransportError(.connectionFailed, url: request.url, detail: "connection reset by peer")
+            case .stall(let seconds):
+                try await Self.wait(min(.seconds(seconds), idleTimeout), url: request.url)
+                throw TransportError(.timedOut, url: request.url, detail: "the server stopped reading")
+            }
+        }
+        progress(sent)
+        let response = try uploadHandler(request, ReceivedBody(bytes: sent, sha256: hasher.finalize()))
+        if response.body.count > request.maxResponseBytes {
+            throw TransportError(.bodyTooLarge(limit: Int64(request.maxResponseBytes)), url: request.url)
+        }
+        return response
     }
 
     /// Writes the answer to `request` from `file`, with its ranges and faults.

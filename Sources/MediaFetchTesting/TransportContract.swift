@@ -19,7 +19,9 @@ import Synchronization
 /// test framework, so it works the same from Swift Testing and from XCTest. The clauses, in ``Clause/all``:
 /// status and headers, streaming with the validator, resume with `Range` and `If-Range`, restart when the file
 /// changed, error statuses, redirects and refused schemes, truncation, reset, stall, cancellation, a hundred
-/// transfers at once, keep-alive, and a 512 MiB file with flat memory.
+/// transfers at once, keep-alive, a 512 MiB file with flat memory; and uploads: the exact bytes of a file range
+/// or a buffer with the request's headers, a range of a file, a 512 MiB upload with flat memory, and cancellation
+/// of an upload.
 public enum TransportContract {
     /// What a clause asks of the transport it gets from `make`.
     public struct Settings: Sendable {
@@ -133,8 +135,147 @@ extension TransportContract.Clause {
             .statusAndHeaders, .streamsWithValidator, .resumesWithIfRange, .restartsWhenChanged,
             .errorStatusKeepsBytes, .redirectsOnlyToHTTP, .refusesOtherSchemes, .truncationIsAnError,
             .resetIsAnError, .stallTimesOut, .cancellationReachesTheTransfer, .hundredAtOnce, .reusesConnections,
-            .largeFileFlatMemory,
+            .largeFileFlatMemory, .uploadStreamsTheBytes, .uploadsAFileRange, .largeUploadFlatMemory,
+            .uploadCancellation,
         ]
+    }
+
+    /// An upload sends exactly the bytes of its file (or its buffer) with its headers and a `Content-Length`, as
+    /// PUT or POST, and answers the server's status, headers and body, an error status included.
+    public static let uploadStreamsTheBytes = Self("upload streams the exact bytes, with its headers") { context in
+        try await context.with { transport in
+            let file = context.file()
+            let whole = SinkContract.bytes(for: SinkContract.song(5), size: 3_000_000)
+            try whole.write(to: file)
+            let url = context.server.url(path: "/upload/object.bin")
+            let response = try await transport.upload(
+                UploadRequest(
+                    method: .put, url: url, headers: ["X-Contract": "a signed value"],
+                    body: .file(file, offset: 0, length: Int64(whole.count)))
+            ) { _ in }
+            try checkReceived(response, whole, context)
+            let request = context.server.requests.last
+            try demand(request?.method == "PUT", "the upload was sent as \(request?.method ?? "nothing"), not PUT")
+            try demand(
+                request?.headers["X-Contract"] == "a signed value", "the request's own header did not arrive as given")
+
+            let small = Data("<Complete>parts</Complete>".utf8)
+            let posted = try await transport.upload(UploadRequest(method: .post, url: url, body: .bytes(small))) { _ in
+            }
+            try checkReceived(posted, small, context)
+            try demand(context.server.requests.last?.method == "POST", "a POST of a buffer was not sent as POST")
+
+            context.server.setFaultHook { request in
+                request.method == "PUT" ? .respond(status: 503, headers: [("Retry-After", "1")], body: []) : nil
+            }
+            let refused = try await transport.upload(UploadRequest(url: url, body: .bytes(small))) { _ in }
+            try demand(
+                refused.status == 503 && refused.headers["Retry-After"] == "1",
+                "an upload answered 503 came back as \(refused.status), expected the status and its headers")
+        }
+    }
+
+    /// An upload of a range of a file (a multipart upload's part) sends exactly those bytes, with their length.
+    public static let uploadsAFileRange = Self("upload of a file range sends exactly that range") { context in
+        try await context.with { transport in
+            let file = context.file()
+            let whole = SinkContract.bytes(for: SinkContract.song(6), size: 3_000_000)
+            try whole.write(to: file)
+            let range = 1_234..<2_500_000
+            let response = try await transport.upload(
+                UploadRequest(
+                    url: context.server.url(path: "/upload/part.bin"),
+                    body: .file(file, offset: Int64(range.lowerBound), length: Int64(range.count)))
+            ) { _ in }
+            try checkReceived(response, whole[range], context)
+        }
+    }
+
+    /// The answer says the server got `bytes` whole, and the request carried their `Content-Length`.
+    private static func checkReceived(
+        _ response: HTTPResponse, _ bytes: Data, _ context: TransportContract.Context
+    ) throws {
+        let expected = SHA256.hex(of: bytes)
+        try demand(response.status == 200, "an upload answered \(response.status), expected 200")
+        try demand(
+            response.headers["x-received-sha256"] == expected,
+            "the server received other bytes than were to be sent (SHA-256 "
+                + "\(response.headers["x-received-sha256"] ?? "missing"), expected \(expected))")
+        try demand(
+            String(decoding: response.body, as: UTF8.self).contains("\"bytes\":\(bytes.count)"),
+            "the answer's body is not the server's")
+        let sent = context.server.requests.last?.headers["Content-Length"]
+        try demand(
+            sent == String(bytes.count), "Content-Length was \(sent ?? "missing"), expected \(bytes.count)")
+    }
+
+    /// A 512 MiB upload from a file goes out whole while resident memory grows by far less than the file.
+    public static let largeUploadFlatMemory = Self("512 MiB upload with flat memory") { context in
+        let size: Int64 = 512 << 20
+        let file = context.file()
+        // A sparse file: its zeros cost no disk, and reading them costs what reading any file does.
+        guard FileManager.default.createFile(atPath: file.path, contents: nil) else {
+            throw ClauseViolation("cannot create \(file.path)")
+        }
+        let handle = try FileHandle(forWritingTo: file)
+        try handle.truncate(atOffset: UInt64(size))
+        try handle.close()
+        var hasher = SHA256()
+        let zeros = [UInt8](repeating: 0, count: 1 << 20)
+        for _ in 0..<(size >> 20) { zeros.withUnsafeBytes { hasher.update($0) } }
+        let expected = hasher.finalize()
+        try await context.with { transport in
+            let start = ResidentMemory.current()
+            let peak = Mutex(start)
+            let response = try await transport.upload(
+                UploadRequest(
+                    url: context.server.url(path: "/upload/large.bin"), body: .file(file, offset: 0, length: size))
+            ) { _ in
+                let now = ResidentMemory.current()
+                peak.withLock { $0 = max($0, now) }
+            }
+            try demand(response.status == 200, "status \(response.status), expected 200")
+            try demand(
+                response.headers["x-received-bytes"] == String(size)
+                    && response.headers["x-received-sha256"] == expected,
+                "the server received \(response.headers["x-received-bytes"] ?? "?") bytes, not the file's \(size)")
+            let grown = peak.withLock { $0 } - start
+            try demand(
+                grown < size / 2,
+                "resident memory grew by \(grown >> 20) MiB during a \(size >> 20) MiB upload: it is held, not streamed"
+            )
+        }
+    }
+
+    /// Cancelling the task of an upload whose server stopped reading ends it promptly with a cancellation error.
+    public static let uploadCancellation = Self("cancellation reaches an upload in flight") { context in
+        let file = context.file()
+        try SinkContract.bytes(for: SinkContract.song(9), size: 16 << 20).write(to: file)
+        context.server.setFaultHook { request in
+            request.path == "/upload/stalled.bin" ? .stall(afterBytes: 100_000, seconds: 60) : nil
+        }
+        try await context.with { transport in
+            let (firstBytes, sent) = AsyncStream.makeStream(of: Void.self)
+            let upload = Task {
+                try await transport.upload(
+                    UploadRequest(
+                        url: context.server.url(path: "/upload/stalled.bin"),
+                        body: .file(file, offset: 0, length: 16 << 20))
+                ) { bytes in
+                    if bytes > 0 { sent.yield() }
+                }
+            }
+            for await _ in firstBytes { break }
+            upload.cancel()
+            switch await upload.result {
+            case .success(let response):
+                throw ClauseViolation("a cancelled upload answered \(response.status)")
+            case .failure(let error):
+                try demand(
+                    error is CancellationError || (error as? TransportError)?.code == .cancelled,
+                    "a cancelled upload threw \(error), expected a cancellation")
+            }
+        }
     }
 
     /// `send` answers whatever the status, with headers and body.

@@ -6,10 +6,12 @@ import FoundationTransport
 import ITunesSource
 import MediaFetchCore
 import MediaFetchTesting
+import S3Sink
 import Synchronization
 import Testing
 
-/// Each fault the mock can inject, through the whole pipeline, for every transport and every sink.
+/// Each fault the mock can inject, through the whole pipeline, for every transport and every sink (the s3 sink
+/// into a real SeaweedFS, one store for all of its rows).
 /// The end state is asserted: stored with exactly the served bytes, or failed with the right reason,
 /// and never a stored file that is not the served file.
 ///
@@ -95,10 +97,18 @@ struct FaultMatrixTests {
     enum SinkKind: String, CaseIterable, Sendable {
         case directory
         case tar
+        case s3
 
-        func make(_ folder: URL) throws -> any Sink {
+        /// The sinks the file-system rows use; the s3 rows have a test of their own, which starts the store.
+        static let local: [SinkKind] = [.directory, .tar]
+
+        func make(_ folder: URL, transport: any Transport, store: SeaweedFSServer?) throws -> any Sink {
             let layout = try LayoutTemplate("{title}.{ext}")
             switch self {
+            case .s3:
+                return S3Sink(
+                    configuration: try Self.s3Configuration(folder, store: store), transport: transport,
+                    policy: DownloadPolicy(retryBase: .milliseconds(20)))
             case .directory:
                 return DirectorySink(root: folder.appendingPathComponent("out"), layout: layout)
             case .tar:
@@ -109,9 +119,34 @@ struct FaultMatrixTests {
             }
         }
 
+        /// A bucket of the case's own on the store.
+        static func s3Configuration(_ folder: URL, store: SeaweedFSServer?) throws -> S3Configuration {
+            guard let store else { throw SinkError("the s3 rows need a store") }
+            let name = "m-" + folder.lastPathComponent.lowercased().filter { $0.isLetter || $0.isNumber }.prefix(24)
+            return S3Configuration(
+                endpoint: store.endpoint, bucket: String(name), layout: try LayoutTemplate("{title}.{ext}"),
+                collection: CollectionOptions(writesManifest: false, writesPlaylist: false),
+                credentials: .init(accessKeyID: SeaweedFSServer.accessKey, secretAccessKey: SeaweedFSServer.secretKey),
+                createBucket: true)
+        }
+
         /// What the sink holds after the run, by name.
-        func contents(_ folder: URL) throws -> [String: Data] {
+        func contents(_ folder: URL, store: SeaweedFSServer?) async throws -> [String: Data] {
             switch self {
+            case .s3:
+                let transport = try CurlTransport(.init(concurrency: 2))
+                let client = S3Client(
+                    configuration: try Self.s3Configuration(folder, store: store), transport: transport)
+                var files: [String: Data] = [:]
+                do {
+                    for object in try await client.objects(prefix: "") {
+                        files[object.key] = try await client.get(object.key)
+                    }
+                } catch let error as S3Error where error.storeCode == "NoSuchBucket" {
+                    // Nothing was ever stored, so the bucket was never made.
+                }
+                await transport.shutdown()
+                return files
             case .directory:
                 return try Self.tree(folder.appendingPathComponent("out"))
             case .tar:
@@ -139,12 +174,24 @@ struct FaultMatrixTests {
 
     @Test(arguments: cases, TransportKind.allCases)
     func faultEndsAsExpected(_ fault: Case, _ transportKind: TransportKind) async throws {
-        for sinkKind in SinkKind.allCases {
+        for sinkKind in SinkKind.local {
             try await run(fault, transportKind, sinkKind)
         }
     }
 
-    func run(_ fault: Case, _ transportKind: TransportKind, _ sinkKind: SinkKind) async throws {
+    /// Every row with the s3 sink, uploading through the same transport the downloads use.
+    @Test(arguments: TransportKind.allCases)
+    func faultEndsAsExpectedWithTheS3Sink(_ transportKind: TransportKind) async throws {
+        try await SeaweedFSServer.with { store in
+            for fault in Self.cases {
+                try await run(fault, transportKind, .s3, store: store)
+            }
+        }
+    }
+
+    func run(
+        _ fault: Case, _ transportKind: TransportKind, _ sinkKind: SinkKind, store: SeaweedFSServer? = nil
+    ) async throws {
         let server = try MockCatalogServer()
         let song = server.catalog.songs[5]
         let attempts = Mutex(0)
@@ -166,8 +213,9 @@ struct FaultMatrixTests {
             .init(
                 endpoint: server.baseURL, query: .lookup(key: "id", ids: [String(song.trackId)]), pageSize: 5,
                 maxItems: 5, requestsPerMinute: 0, throttleRetries: 3, throttleBackoff: .milliseconds(20)))
+        let transport = try transportKind.make()
         let summary = await Pipeline(
-            source: source, transport: try transportKind.make(), sink: try sinkKind.make(folder),
+            source: source, transport: transport, sink: try sinkKind.make(folder, transport: transport, store: store),
             options: .init(
                 concurrency: 2, stagingDirectory: folder.appendingPathComponent("staging"),
                 sourceName: "itunes", ledger: try Ledger(directory: folder), policy: fault.policy),
@@ -176,7 +224,7 @@ struct FaultMatrixTests {
             }
         ).run()
 
-        let stored = try sinkKind.contents(folder)
+        let stored = try await sinkKind.contents(folder, store: store)
         let served = Data(server.catalog.previewBytes(for: song))
         let outcome: String
         switch fault.expected {

