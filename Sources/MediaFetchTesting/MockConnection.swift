@@ -154,7 +154,11 @@ final class MockConnection {
             let text = "request bodies with Transfer-Encoding are not supported"
             return sendSimple(status: 501, text: text, keepAlive: false)
         }
-        if head.method == "PUT" || head.method == "POST" { return receiveUpload(head) }
+        // Uploads are taken anywhere but at the catalog's API, which answers GET and HEAD only, as Apple's does.
+        let path = head.target.split(separator: "?", maxSplits: 1).first.map(String.init) ?? head.target
+        if head.method == "PUT" || head.method == "POST", path != "/search", path != "/lookup" {
+            return receiveUpload(head)
+        }
         if let lengthText = head.headers["Content-Length"] {
             guard let length = Int(lengthText), length >= 0 else {
                 return sendSimple(status: 400, text: "bad Content-Length", keepAlive: false)
