@@ -154,7 +154,9 @@ final class MockConnection {
             let text = "request bodies with Transfer-Encoding are not supported"
             return sendSimple(status: 501, text: text, keepAlive: false)
         }
-        if head.method == "PUT" || head.method == "POST" { return receiveUpload(head) }
+        if head.method == "PUT" || head.method == "POST", head.target.hasPrefix(MockUpload.pathPrefix) {
+            return receiveUpload(head)
+        }
         if let lengthText = head.headers["Content-Length"] {
             guard let length = Int(lengthText), length >= 0 else {
                 return sendSimple(status: 400, text: "bad Content-Length", keepAlive: false)
