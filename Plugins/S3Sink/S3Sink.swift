@@ -96,9 +96,11 @@ public final class S3Sink: Sink {
     public func store(_ file: StagedFile, as plan: StoragePlan) async throws -> String {
         let key = key(for: plan.relativePath)
         let location = client.location(key)
+        var stored = file
         do {
             try await prepare()
             let sha256 = try file.sha256 ?? Self.digest(of: file.url, offset: 0, length: file.size)
+            stored.sha256 = sha256
             let headers = objectHeaders(for: plan, sha256: sha256, source: file.sourceURL)
             if file.size <= configuration.partSize {
                 let outcome = try await client.put(
@@ -114,11 +116,7 @@ public final class S3Sink: Sink {
             throw SinkError("cannot store \(plan.item) as \(location): \(error)", cause: error)
         }
         _ = unlink(file.url.path)
-        collector.stored(
-            plan,
-            file: StagedFile(
-                url: file.url, size: file.size, sha256: file.sha256, sourceURL: file.sourceURL,
-                downloadedAt: file.downloadedAt))
+        collector.stored(plan, file: stored)
         return location
     }
 

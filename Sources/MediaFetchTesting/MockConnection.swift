@@ -154,9 +154,8 @@ final class MockConnection {
             let text = "request bodies with Transfer-Encoding are not supported"
             return sendSimple(status: 501, text: text, keepAlive: false)
         }
-        // Uploads are taken anywhere but at the catalog's API, which answers GET and HEAD only, as Apple's does.
-        let path = head.target.split(separator: "?", maxSplits: 1).first.map(String.init) ?? head.target
-        if head.method == "PUT" || head.method == "POST", path != "/search", path != "/lookup" {
+        // Uploads are taken under their own prefix only: the catalog's API answers GET and HEAD, as Apple's does.
+        if head.method == "PUT" || head.method == "POST", head.target.hasPrefix(MockUpload.pathPrefix) {
             return receiveUpload(head)
         }
         if let lengthText = head.headers["Content-Length"] {

@@ -5,8 +5,13 @@ import MediaFetchCore
 import MediaFetchTesting
 import S3Sink
 import Synchronization
+import Testing
 
 typealias SeaweedFS = SeaweedFSServer
+
+/// Every test of this target that starts a SeaweedFS, one at a time: each store takes about 200 MB and a core
+/// while it starts, and a dozen at once on two cores slowed the rest of the suite past its own time limits.
+@Suite(.serialized) enum SeaweedFSTests {}
 
 /// Runs `body` with a store of its own (``SeaweedFSServer/with(_:)``).
 func withSeaweedFS<T: Sendable>(_ body: (SeaweedFSServer) async throws -> T) async throws -> T {

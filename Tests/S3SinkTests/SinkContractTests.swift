@@ -6,46 +6,48 @@ import S3Sink
 import Synchronization
 import Testing
 
-/// The s3 sink keeps the public ``SinkContract`` against a real SeaweedFS: each clause's root folder gets a
-/// bucket of its own, and the inspector reads every object back through the S3 API (ListObjectsV2 and GET).
-struct S3SinkContractTests {
-    @Test func theS3SinkKeepsTheSinkContract() async throws {
-        try await withSeaweedFS { store in
-            let transports = TransportPool()
-            defer { transports.shutdownAll() }
-            let inspector = SinkContract.Inspector { root in
-                let client = try Self.client(for: root, store: store, transports: transports)
-                return try blocking {
-                    var contents: [String: Data] = [:]
-                    for object in try await client.objects(prefix: "") {
-                        contents[client.location(object.key)] = try await client.get(object.key)
+extension SeaweedFSTests {
+    /// The s3 sink keeps the public ``SinkContract`` against a real SeaweedFS: each clause's root folder gets a
+    /// bucket of its own, and the inspector reads every object back through the S3 API (ListObjectsV2 and GET).
+    struct S3SinkContractTests {
+        @Test func theS3SinkKeepsTheSinkContract() async throws {
+            try await withSeaweedFS { store in
+                let transports = TransportPool()
+                defer { transports.shutdownAll() }
+                let inspector = SinkContract.Inspector { root in
+                    let client = try Self.client(for: root, store: store, transports: transports)
+                    return try blocking {
+                        var contents: [String: Data] = [:]
+                        for object in try await client.objects(prefix: "") {
+                            contents[client.location(object.key)] = try await client.get(object.key)
+                        }
+                        return contents
                     }
-                    return contents
+                }
+                try await SinkContract.run(inspector: inspector) { root in
+                    let (sink, transport) = try store.sink(try Self.configuration(for: root, store: store))
+                    transports.add(transport)
+                    return sink
                 }
             }
-            try await SinkContract.run(inspector: inspector) { root in
-                let (sink, transport) = try store.sink(try Self.configuration(for: root, store: store))
-                transports.add(transport)
-                return sink
-            }
         }
-    }
 
-    /// A bucket named after the clause's folder, so that a clause's sinks and its inspector share it.
-    static func configuration(for root: URL, store: SeaweedFS) throws -> S3Configuration {
-        let folder = root.deletingLastPathComponent().lastPathComponent.lowercased()
-        let name = "c-" + String(folder.filter { $0.isLetter || $0.isNumber }.suffix(30))
-        return try store.configuration(bucket: name, layout: LayoutTemplate.defaultLayout)
-    }
+        /// A bucket named after the clause's folder, so that a clause's sinks and its inspector share it.
+        static func configuration(for root: URL, store: SeaweedFS) throws -> S3Configuration {
+            let folder = root.deletingLastPathComponent().lastPathComponent.lowercased()
+            let name = "c-" + String(folder.filter { $0.isLetter || $0.isNumber }.suffix(30))
+            return try store.configuration(bucket: name, layout: LayoutTemplate.defaultLayout)
+        }
 
-    static func client(for root: URL, store: SeaweedFS, transports: TransportPool) throws -> S3Client {
-        let transport = try CurlTransport(.init(concurrency: 4))
-        transports.add(transport)
-        let configuration = try configuration(for: root, store: store)
-        let client = S3Client(configuration: configuration, transport: transport)
-        // A clause may inspect before any sink prepared the bucket.
-        try blocking { try? await client.createBucket() }
-        return client
+        static func client(for root: URL, store: SeaweedFS, transports: TransportPool) throws -> S3Client {
+            let transport = try CurlTransport(.init(concurrency: 4))
+            transports.add(transport)
+            let configuration = try configuration(for: root, store: store)
+            let client = S3Client(configuration: configuration, transport: transport)
+            // A clause may inspect before any sink prepared the bucket.
+            try blocking { try? await client.createBucket() }
+            return client
+        }
     }
 }
 
