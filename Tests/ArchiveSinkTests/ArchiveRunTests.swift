@@ -33,8 +33,11 @@ struct ArchiveRunTests {
             }
         }
         if interrupted {
-            let task = Task { try await sink.finish() }
-            task.cancel()
+            // Cancelled before finish() begins, as after Ctrl-C: cancelling from outside raced the task's start.
+            let task = Task {
+                withUnsafeCurrentTask { $0?.cancel() }
+                try await sink.finish()
+            }
             await #expect(throws: SinkError.self) { try await task.value }
         } else {
             try await sink.finish()
