@@ -31,11 +31,8 @@ for tool in nginx curl /usr/bin/time python3; do
     command -v "$tool" > /dev/null || { echo "missing: $tool (apt-get install nginx-light curl time python3)" >&2; exit 2; }
 done
 
-if [[ -z "${MEDIAFETCH:-}" ]]; then
-    echo "building mediafetch (release)..." >&2
-    (cd "$ROOT" && swift build -c release --static-swift-stdlib --product mediafetch >&2)
-    MEDIAFETCH="$(cd "$ROOT" && swift build -c release --show-bin-path)/mediafetch"
-fi
+source "$ROOT/Benchmarks/common.sh"
+ensure_mediafetch
 
 # --- the episodes, generated once ------------------------------------------------------------------
 TREE="$CACHE/podcast"

@@ -28,31 +28,11 @@ for tool in nginx curl aria2c wget /usr/bin/time python3; do
     command -v "$tool" > /dev/null || { echo "missing: $tool (apt-get install nginx-light curl aria2 wget time)" >&2; exit 2; }
 done
 
-if [[ -z "${MEDIAFETCH:-}" ]]; then
-    echo "building mediafetch (release)..." >&2
-    (cd "$ROOT" && swift build -c release --static-swift-stdlib --product mediafetch >&2)
-    MEDIAFETCH="$(cd "$ROOT" && swift build -c release --show-bin-path)/mediafetch"
-fi
+source "$ROOT/Benchmarks/common.sh"
+ensure_mediafetch
 
 # --- the tree, generated once -------------------------------------------------------------------
-TREE="$CACHE/tree"
-if [[ ! -f "$TREE/.complete-$N-$BIG_MIB" ]]; then
-    echo "generating $N files of 300 KB-1.2 MB and one $BIG_MIB MiB file in $TREE..." >&2
-    rm -rf "$TREE" && mkdir -p "$TREE/files"
-    python3 - "$TREE" "$N" "$BIG_MIB" <<'PY'
-import os, random, sys
-tree, count, big = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
-rng = random.Random(20261129)  # fixed seed: the same sizes on every machine
-for index in range(count):
-    with open(f"{tree}/files/f{index:05d}.m4a", "wb") as out:
-        out.write(os.urandom(rng.randint(300_000, 1_200_000)))
-with open(f"{tree}/big.bin", "wb") as out:
-    for _ in range(big):
-        out.write(os.urandom(1 << 20))
-PY
-    touch "$TREE/.complete-$N-$BIG_MIB"
-    sync
-fi
+make_tree
 
 # --- nginx on a free loopback port --------------------------------------------------------------
 WORK=$(mktemp -d /tmp/mediafetch-bench.XXXXXX)
