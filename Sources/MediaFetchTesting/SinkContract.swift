@@ -27,10 +27,17 @@ public enum SinkContract {
     public struct Inspector: Sendable {
         /// Every file the collection at the root holds, by the location ``Sink/store(_:as:)`` answered for it,
         /// with its bytes. It must throw when the collection is not valid (a corrupt archive).
-        public var contents: @Sendable (URL) throws -> [String: Data]
+        public var contents: @Sendable (URL) async throws -> [String: Data]
 
+        /// An inspector that reads files or archives on disk.
         public init(contents: @escaping @Sendable (URL) throws -> [String: Data]) {
             self.contents = contents
+        }
+
+        /// An inspector that reads over the network (an object store's listing and objects), without blocking a
+        /// thread of the task pool while it waits.
+        public init(reading: @escaping @Sendable (URL) async throws -> [String: Data]) {
+            contents = reading
         }
 
         /// The regular files under the root by relative path, symbolic links not followed, leaving out names
@@ -110,9 +117,9 @@ public enum SinkContract {
 
         func sink() async throws -> any Sink { try await make(root) }
 
-        func contents(_ when: String) throws -> [String: Data] {
+        func contents(_ when: String) async throws -> [String: Data] {
             do {
-                return try inspector.contents(root)
+                return try await inspector.contents(root)
             } catch {
                 throw ClauseViolation("\(when), the collection cannot be read: \(error)")
             }
@@ -200,14 +207,14 @@ extension SinkContract.Clause {
         let items = (1...12).map { SinkContract.song($0) }
         let stored = try await context.store(items, into: sink)
         if sink.commitsEachStore {
-            let now = try context.contents("after the stores, before finish")
+            let now = try await context.contents("after the stores, before finish")
             for file in stored where now[file.location] != file.bytes {
                 throw ClauseViolation(
                     "\(file.location) is not whole after store returned, though commitsEachStore is true")
             }
         }
         try await sink.finish()
-        let contents = try context.contents("after finish")
+        let contents = try await context.contents("after finish")
         try demand(Set(stored.map(\.location)).count == items.count, "two items were stored at one location")
         for file in stored {
             try demand(
@@ -266,7 +273,7 @@ extension SinkContract.Clause {
                     // Reads the collection as often as it can until the stores end: what it sees is what a crash
                     // at that moment would leave.
                     while watch.isWatching {
-                        let now = (try? context.inspector.contents(context.root)) ?? [:]
+                        let now = (try? await context.inspector.contents(context.root)) ?? [:]
                         for (name, bytes) in now where expected[name] != nil && expected[name] != bytes {
                             watch.saw("\(name) (\(bytes.count) bytes)")
                         }
@@ -288,13 +295,13 @@ extension SinkContract.Clause {
         }
         let partial = watch.partial
         try demand(partial.isEmpty, "seen partial under a final name during stores: \(partial.prefix(3))")
-        let afterCrash = try context.contents("after a sink was dropped without finish")
+        let afterCrash = try await context.contents("after a sink was dropped without finish")
         for (name, bytes) in afterCrash where wanted[name] != nil {
             try demand(bytes == wanted[name], "\(name) is partial after the crash")
         }
         let next = try await context.sink()
         try await next.finish()
-        for (name, bytes) in try context.contents("after the next run's finish") where wanted[name] != nil {
+        for (name, bytes) in try await context.contents("after the next run's finish") where wanted[name] != nil {
             try demand(bytes == wanted[name], "\(name) is partial after the next run finished")
         }
     }
@@ -317,7 +324,7 @@ extension SinkContract.Clause {
             try await sink.finish()
             plannings.append(stored.map(\.plan.relativePath))
             collections.append(
-                try context.contents("after a run at concurrency \(width)").filter { name, _ in
+                try await context.contents("after a run at concurrency \(width)").filter { name, _ in
                     stored.contains { $0.location == name }
                 })
             // The next run starts from an empty root.
@@ -400,7 +407,7 @@ extension SinkContract.Clause {
             "keep said yes to \(unknown.relativePath), which was never stored")
         try await next.finish()
         // What was kept is still there, whole, after the next run's finish.
-        let contents = try context.contents("after a run that kept files")
+        let contents = try await context.contents("after a run that kept files")
         for file in stored.dropFirst() {
             try demand(contents[file.location] == file.bytes, "\(file.location) was kept but is gone or changed")
         }
@@ -426,7 +433,7 @@ extension SinkContract.Clause {
             try await interrupted.finish()
         }
         _ = await finishing.result
-        let contents = try context.contents("after finish from a cancelled task")
+        let contents = try await context.contents("after finish from a cancelled task")
         for file in earlier {
             try demand(contents[file.location] == file.bytes, "\(file.location) of the earlier run is gone or partial")
         }
@@ -441,7 +448,7 @@ extension SinkContract.Clause {
         let items = (1...100).map { SinkContract.song($0, title: "Song \($0)", album: "Album \($0 % 7)") }
         let stored = try await context.store(items, into: sink, width: 100)
         try await sink.finish()
-        let contents = try context.contents("after a hundred concurrent stores")
+        let contents = try await context.contents("after a hundred concurrent stores")
         let missing = stored.filter { contents[$0.location] != $0.bytes }.map(\.location)
         try demand(missing.isEmpty, "\(missing.count) of 100 are missing or partial, e.g. \(missing.prefix(3))")
     }

@@ -1,10 +1,8 @@
 import CurlTransport
-import Dispatch
 import Foundation
 import MediaFetchCore
 import MediaFetchTesting
 import S3Sink
-import Synchronization
 import Testing
 
 typealias SeaweedFS = SeaweedFSServer
@@ -52,17 +50,10 @@ struct SeaweedError: Error, CustomStringConvertible {
     init(_ description: String) { self.description = description }
 }
 
-/// Runs `body` synchronously, the calling thread waiting: the sink contract's inspector is synchronous, and the
-/// store is read through the async client.
-func blocking<T: Sendable>(_ body: @escaping @Sendable () async throws -> T) throws -> T {
-    let result = Mutex<Result<T, any Error>?>(nil)
-    let done = DispatchSemaphore(value: 0)
-    Task.detached {
-        let outcome: Result<T, any Error>
-        do { outcome = .success(try await body()) } catch { outcome = .failure(error) }
-        result.withLock { $0 = outcome }
-        done.signal()
+/// Runs blocking work (writing or hashing a large file) on a thread of its own, so that the task pool, which every
+/// test of the run shares, is never held up by it.
+func onItsOwnThread<T: Sendable>(_ work: @escaping @Sendable () throws -> T) async throws -> T {
+    try await withCheckedThrowingContinuation { continuation in
+        Thread { continuation.resume(with: Result { try work() }) }.start()
     }
-    done.wait()
-    return try result.withLock { $0 }?.get() ?? { throw SeaweedError("no result") }()
 }

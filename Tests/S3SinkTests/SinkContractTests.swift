@@ -13,22 +13,31 @@ extension SeaweedFSTests {
         @Test func theS3SinkKeepsTheSinkContract() async throws {
             try await withSeaweedFS { store in
                 let transports = TransportPool()
-                defer { transports.shutdownAll() }
-                let inspector = SinkContract.Inspector { root in
-                    let client = try Self.client(for: root, store: store, transports: transports)
-                    return try blocking {
-                        var contents: [String: Data] = [:]
-                        for object in try await client.objects(prefix: "") {
-                            contents[client.location(object.key)] = try await client.get(object.key)
-                        }
-                        return contents
+                let reading = try CurlTransport(.init(concurrency: 4))
+                transports.add(reading)
+                let made = Mutex<Set<String>>([])
+                let inspector = SinkContract.Inspector(reading: { root in
+                    let configuration = try Self.configuration(for: root, store: store)
+                    let client = S3Client(configuration: configuration, transport: reading)
+                    // A clause may inspect before any sink prepared the bucket.
+                    if made.withLock({ $0.insert(configuration.bucket).inserted }) { try? await client.createBucket() }
+                    var contents: [String: Data] = [:]
+                    for object in try await client.objects(prefix: "") {
+                        contents[client.location(object.key)] = try await client.get(object.key)
                     }
+                    return contents
+                })
+                do {
+                    try await SinkContract.run(inspector: inspector) { root in
+                        let (sink, transport) = try store.sink(try Self.configuration(for: root, store: store))
+                        transports.add(transport)
+                        return sink
+                    }
+                } catch {
+                    await transports.shutdownAll()
+                    throw error
                 }
-                try await SinkContract.run(inspector: inspector) { root in
-                    let (sink, transport) = try store.sink(try Self.configuration(for: root, store: store))
-                    transports.add(transport)
-                    return sink
-                }
+                await transports.shutdownAll()
             }
         }
 
@@ -37,16 +46,6 @@ extension SeaweedFSTests {
             let folder = root.deletingLastPathComponent().lastPathComponent.lowercased()
             let name = "c-" + String(folder.filter { $0.isLetter || $0.isNumber }.suffix(30))
             return try store.configuration(bucket: name, layout: LayoutTemplate.defaultLayout)
-        }
-
-        static func client(for root: URL, store: SeaweedFS, transports: TransportPool) throws -> S3Client {
-            let transport = try CurlTransport(.init(concurrency: 4))
-            transports.add(transport)
-            let configuration = try configuration(for: root, store: store)
-            let client = S3Client(configuration: configuration, transport: transport)
-            // A clause may inspect before any sink prepared the bucket.
-            try blocking { try? await client.createBucket() }
-            return client
         }
     }
 }
@@ -57,10 +56,7 @@ final class TransportPool: Sendable {
 
     func add(_ transport: CurlTransport) { transports.withLock { $0.append(transport) } }
 
-    func shutdownAll() {
-        let all = transports.withLock { $0 }
-        _ = try? blocking {
-            for transport in all { await transport.shutdown() }
-        }
+    func shutdownAll() async {
+        for transport in transports.withLock({ $0 }) { await transport.shutdown() }
     }
 }
