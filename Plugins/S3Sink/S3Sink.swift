@@ -17,7 +17,8 @@ import Synchronization
 ///   stores nothing twice; a key holding anything else fails the item, saying so.
 /// * ``keep(_:stored:)`` asks the store (HEAD) for the object's size and SHA-256: a re-run fetches nothing it has.
 /// * ``prepare()`` lists the bucket (the endpoint answers, the credentials and the bucket are good), creates the
-///   bucket when asked, and aborts the multipart uploads an interrupted run left under the prefix.
+///   bucket when asked, and aborts the multipart uploads an interrupted run left under the prefix (every open
+///   upload there counts as the sink's own: the prefix is the sink's, as a folder is the directory sink's).
 /// * Each object carries `Content-Type` from its extension and `x-amz-meta-` artist, title, album, source-url
 ///   and sha256; the manifest and the playlist are objects under the prefix, written at ``finish()``.
 ///
