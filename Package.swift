@@ -77,7 +77,7 @@ let package = Package(
         plugin("ITunesSource"),
         plugin("URLListSource"),
         plugin("PodcastSource", dependencies: ["CLibXML2"]),
-        plugin("FoundationTransport"),
+        plugin("FoundationTransport", dependencies: ["CLinux"]),
         plugin("CurlTransport", dependencies: ["CCurl"]),
         plugin("DirectorySink", dependencies: ["CLinux"]),
         plugin("ArchiveSink", dependencies: ["CArchive", "CLinux"]),

@@ -103,8 +103,10 @@ public final class FoundationTransport: Transport {
     }
 
     /// Sends a whole file with an upload task (FoundationNetworking reads it in pieces) or the buffer, with its
-    /// `Content-Length`; the answer is buffered like `send`'s. A range of a file is ``TransportError/Code/unsupported``
-    /// (see the `TransportContract` test for why).
+    /// `Content-Length`; the answer is buffered like `send`'s. A range of a file (an s3 sink's multipart part) is
+    /// first copied by the kernel into an unnamed file beside it, which goes as a whole file: FoundationNetworking
+    /// sends a body stream chunked, without the length object stores require. The copy costs one part's bytes on
+    /// disk while it is sent (the curl transport reads the range in place).
     public func upload(
         _ request: UploadRequest,
         progress: @escaping @Sendable (Int64) -> Void
@@ -124,13 +126,14 @@ public final class FoundationTransport: Transport {
             let outcome = try await perform(urlRequest, state: .buffered(transfer), fromFile: file)
             guard case .buffered(let response) = outcome else { throw TransportError(.other, url: request.url) }
             return response
-        case .file(let file, _, _):
+        case .file(let file, let offset, let length):
             // A body stream would go out chunked, without the Content-Length object stores require:
             // FoundationNetworking on Linux gives a stream no length, whatever the request's headers say.
-            throw TransportError(
-                .unsupported, url: request.url,
-                detail: "FoundationNetworking can upload a whole file but not a range of \(file.lastPathComponent) "
-                    + "with a Content-Length; the curl transport can (an s3 sink's multipart parts are ranges)")
+            let copy = try RangeCopy(of: file, offset: offset, length: length, for: request.url)
+            let outcome = try await perform(urlRequest, state: .buffered(transfer), fromFile: copy.url)
+            _ = consume copy
+            guard case .buffered(let response) = outcome else { throw TransportError(.other, url: request.url) }
+            return response
         }
         let outcome = try await perform(urlRequest, state: .buffered(transfer))
         guard case .buffered(let response) = outcome else { throw TransportError(.other, url: request.url) }

@@ -22,8 +22,7 @@ import Synchronization
 /// * Each object carries `Content-Type` from its extension and `x-amz-meta-` artist, title, album, source-url
 ///   and sha256; the manifest and the playlist are objects under the prefix, written at ``finish()``.
 ///
-/// Every request goes through the run's transport (the curl transport for files above `part-size`: multipart
-/// parts are ranges of the file, which FoundationNetworking cannot send with a length).
+/// Every request goes through the run's transport; multipart parts are ranges of the staged file.
 public final class S3Sink: Sink {
     /// Like the tar sink: a manifest and a playlist under the prefix.
     public static let collectionDefaults = CollectionOptions(writesManifest: true, writesPlaylist: true)

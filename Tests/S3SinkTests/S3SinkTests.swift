@@ -1,4 +1,5 @@
 import CurlTransport
+import FoundationTransport
 import Foundation
 import MediaFetchCore
 import MediaFetchTesting
@@ -89,6 +90,32 @@ extension SeaweedFSTests {
                 #expect(backSHA == sha256, "the object's bytes are not the file's")
                 #expect(try await sink.client.openUploads(prefix: "").isEmpty, "a multipart upload stayed open")
                 #expect(!FileManager.default.fileExists(atPath: url.path), "the staged file was left behind")
+            }
+        }
+
+        /// The foundation transport stores a multipart object too (each part sent from an unnamed copy of its
+        /// range): the object reads back byte for byte, no upload stays open, the staging folder holds nothing more.
+        @Test func theFoundationTransportStoresAMultipartObject() async throws {
+            let folder = try Self.scratch()
+            defer { try? FileManager.default.removeItem(at: folder) }
+            try await withSeaweedFS { store in
+                let size: Int64 = 12 << 20
+                let (url, sha256) = try await onItsOwnThread { try Self.file(size, seed: 11, in: folder) }
+                let configuration = try store.configuration(bucket: SeaweedFS.bucketName(), partSize: 5 << 20)
+                let transport = FoundationTransport(.init(concurrency: 4))
+                defer { Task { await transport.shutdown() } }
+                let sink = S3Sink(
+                    configuration: configuration, transport: transport,
+                    policy: DownloadPolicy(retryBase: .milliseconds(50)))
+                try await sink.prepare()
+                let plan = try await sink.plan(Self.song, asset: .preview)
+                _ = try await sink.store(Self.staged(url, size, sha256), as: plan)
+                let info = try #require(try await sink.client.head(sink.key(for: plan.relativePath)))
+                #expect(info.size == size && info.sha256 == sha256)
+                let back = try #require(try await sink.client.get(sink.key(for: plan.relativePath)))
+                #expect(SHA256.hex(of: back) == sha256, "the object's bytes are not the file's")
+                #expect(try await sink.client.openUploads(prefix: "").isEmpty, "a multipart upload stayed open")
+                #expect(try FileManager.default.contentsOfDirectory(atPath: folder.path).isEmpty)
             }
         }
 

@@ -19,12 +19,8 @@ struct TransportContractTests {
         }
     }
 
-    /// All but one clause: FoundationNetworking on Linux sends a body stream chunked, without the Content-Length
-    /// an object store requires, so the foundation transport uploads whole files and refuses a range of one
-    /// (``TransportError/Code/unsupported``); the s3 sink's multipart parts need the curl transport.
     @Test func foundationKeepsTheContract() async throws {
-        try await TransportContract.run(clauses: TransportContract.Clause.all.filter { $0 != .uploadsAFileRange }) {
-            settings in
+        try await TransportContract.run { settings in
             FoundationTransport(
                 .init(
                     concurrency: settings.concurrency, idleTimeout: settings.idleTimeout,
@@ -32,17 +28,41 @@ struct TransportContractTests {
         }
     }
 
-    /// The one clause the foundation transport does not meet fails as documented, before anything is sent.
-    @Test func foundationRefusesARangeOfAFile() async throws {
-        let file = FileManager.default.temporaryDirectory.appendingPathComponent("range-\(UUID().uuidString)")
+    /// FoundationNetworking uploads a range of a file (an s3 part) from a copy beside it: the folder holds nothing
+    /// more afterwards (a copy a killed process left goes too, a running one's stays), and a range past the file's
+    /// end fails naming the file, before anything is sent.
+    @Test func foundationUploadsARangeFromACopyThatLeavesNothingBehind() async throws {
+        let server = try MockCatalogServer()
+        defer { server.stop() }
+        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("range-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: folder) }
+        let file = folder.appendingPathComponent("song.m4a")
         try Data("0123456789".utf8).write(to: file)
-        defer { try? FileManager.default.removeItem(at: file) }
+        // No process has this id (above Linux's pid_max); this test's own process is running.
+        let killed = folder.appendingPathComponent(".upload-range-\(Int32.max)-a1b2c3")
+        let running = folder.appendingPathComponent(".upload-range-\(getpid())-d4e5f6")
+        try Data("left".utf8).write(to: killed)
+        try Data("busy".utf8).write(to: running)
         let transport = FoundationTransport()
-        let url = try #require(URL(string: "http://127.0.0.1:9/never"))
+        let response = try await transport.upload(
+            UploadRequest(url: server.url(path: "/upload/part"), body: .file(file, offset: 2, length: 5))) { _ in }
+        #expect(response.status == 200)
+        #expect(response.headers["X-Received-SHA256"] == SHA256.hex(of: Data("23456".utf8)))
+        #expect(
+            try FileManager.default.contentsOfDirectory(atPath: folder.path).sorted()
+                == [running.lastPathComponent, "song.m4a"])
+        try FileManager.default.removeItem(at: running)
+
+        let before = server.requests.count
         let error = await #expect(throws: TransportError.self) {
-            _ = try await transport.upload(UploadRequest(url: url, body: .file(file, offset: 2, length: 5))) { _ in }
+            _ = try await transport.upload(
+                UploadRequest(url: server.url(path: "/upload/late"), body: .file(file, offset: 8, length: 5))) { _ in }
         }
-        #expect(error?.code == .unsupported)
+        #expect(error?.description.contains(file.path) == true)
+        #expect(error?.description.contains("ended early") == true)
+        #expect(server.requests.count == before)
+        #expect(try FileManager.default.contentsOfDirectory(atPath: folder.path) == ["song.m4a"])
         await transport.shutdown()
     }
 
