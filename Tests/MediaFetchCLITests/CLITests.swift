@@ -134,11 +134,20 @@ struct CLITests {
         #expect(outcome.stdout.contains("OK"))
     }
 
-    /// Size limits default to something (max-size 50MB) or to nothing (max-rate), and `none` lifts either.
+    /// Size limits default to something (max-size 50MB) or to nothing (max-rate), and `none` lifts either. Sizes
+    /// read with the unit a config would use, and that text reads back as the same size.
     @Test func checkShowsTheSizeLimitsAndNoneLiftsThem() async throws {
         let defaults = try await CommandRunner.run(["check", "config/demo.yaml"])
         #expect(defaults.status == 0, "\(defaults.stderr)")
-        #expect(defaults.stdout.contains("max-size: 50000000  (default)"))
+        #expect(defaults.stdout.contains("max-size: 50MB  (default)"))
+        let units = try await CommandRunner.run([
+            "check", "config/demo.yaml", "--set", "download.max-size=0.5GiB", "--set", "transport.max-rate=1500000",
+        ])
+        #expect(units.status == 0, "\(units.stderr)")
+        #expect(units.stdout.contains("max-size: 512MiB  (--set download.max-size)"))
+        #expect(units.stdout.contains("max-rate: 1500KB  (--set transport.max-rate)"))
+        let back = try await CommandRunner.run(["check", "config/demo.yaml", "--set", "download.max-size=512MiB"])
+        #expect(back.stdout.contains("max-size: 512MiB  (--set download.max-size)"))
         let lifted = try await CommandRunner.run([
             "check", "config/demo.yaml", "--set", "download.max-size=none", "--set", "transport.max-rate=none",
         ])

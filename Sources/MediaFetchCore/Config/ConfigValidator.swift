@@ -173,7 +173,8 @@ struct ConfigValidator {
         }
         return PluginOptions(
             section: name, sectionLocation: sectionLocation, values: values, locations: locations,
-            secretKeys: Set(specs.filter(\.secret).map(\.key)))
+            secretKeys: Set(specs.filter(\.secret).map(\.key)),
+            byteSizeKeys: Set(specs.filter { $0.type == .byteSize }.map(\.key)))
     }
 
     /// A default path is relative to the config, like one written in it, so that factories only see absolute paths.

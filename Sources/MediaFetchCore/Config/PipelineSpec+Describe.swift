@@ -31,7 +31,7 @@ extension PipelineSpec {
         }
         lines.append("download:")
         for key in download.values.keys.sorted() {
-            guard let value = download.values[key] else { continue }
+            guard let value = download.printable(key) else { continue }
             let origin = download.locations[key].map(originText) ?? "default"
             lines.append("    \(key): \(value)  (\(origin))")
         }
