@@ -27,6 +27,8 @@ public struct Pipeline: Sendable {
         public var refetch: Bool
         /// Retries, limits and the failure budget.
         public var policy: DownloadPolicy
+        /// Per-item pause and cancel (a ``DownloadQueue``'s); nil for a batch run.
+        public var control: ItemControl?
 
         public init(
             concurrency: Int,
@@ -35,7 +37,8 @@ public struct Pipeline: Sendable {
             sourceName: String = "source",
             ledger: Ledger? = nil,
             refetch: Bool = false,
-            policy: DownloadPolicy = DownloadPolicy()
+            policy: DownloadPolicy = DownloadPolicy(),
+            control: ItemControl? = nil
         ) {
             self.concurrency = max(1, concurrency)
             self.stagingDirectory = stagingDirectory
@@ -44,6 +47,7 @@ public struct Pipeline: Sendable {
             self.ledger = ledger
             self.refetch = refetch
             self.policy = policy
+            self.control = control
         }
     }
 
@@ -181,7 +185,14 @@ public struct Pipeline: Sendable {
                             if overBudget(run) { break outputs }
                             running += 1
                             group.addTask {
-                                await self.download(job, run); return true
+                                if let control = options.control {
+                                    await control.perform(job.item.id, asset: job.asset) {
+                                        await self.download(job, run)
+                                    }
+                                } else {
+                                    await self.download(job, run)
+                                }
+                                return true
                             }
                         }
                     }
@@ -253,7 +264,8 @@ public struct Pipeline: Sendable {
                 run.report(.failed(item.ref, url: url, reason: String(describing: error)))
                 continue
             }
-            let entry = known[key]
+            // A queue hands an item over again after a pause: what the ledger knows now, not at the run's start.
+            let entry = options.control == nil ? known[key] : ((try? options.ledger?.entry(key)) ?? nil)
             // A sink that cannot tell whether it still has the file gets it fetched again.
             if let record = entry?.storedRecord, (try? await sink.keep(plan, stored: record)) == true {
                 run.report(.alreadyStored(item.ref, asset: asset, location: record.location))
