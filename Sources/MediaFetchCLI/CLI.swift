@@ -32,6 +32,11 @@ public enum CLI {
                 + "demo config (config/demo.yaml is its copy) against the bundled mock catalog; writes demo-output/ "
                 + "under the current folder"
         ),
+        (
+            "serve",
+            "serve [CONFIG] [--port N] [--listen ADDR] [--token T]: a web app and JSON API to search, queue, pause, "
+                + "resume, cancel and play downloads"
+        ),
         ("mock-server", "mock-server [--port N]: serve the mock iTunes catalog on loopback until interrupted"),
     ]
 
@@ -81,6 +86,7 @@ public enum CLI {
             case "plugins": return try PluginsCommand.run(words, registry: registry)
             case "demo": return try await DemoCommand.run(words, registry: registry)
             case "mock-server": return try await MockServerCommand.run(words)
+            case "serve": return try await ServeCommand.run(words, registry: registry)
             default:
                 var message = "unknown command \"\(command)\""
                 if let near = ConfigLoader.nearest(command, in: commands.map(\.name)) {
@@ -126,6 +132,7 @@ public enum CLI {
         case "plugins": PluginsCommand.help
         case "demo": DemoCommand.help
         case "mock-server": MockServerCommand.help
+        case "serve": ServeCommand.help
         default: nil
         }
     }

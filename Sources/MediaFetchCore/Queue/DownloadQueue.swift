@@ -92,6 +92,9 @@ public final class DownloadQueue: Sendable {
         state.withLock { state in state.order.compactMap { state.entries[$0]?.download } }
     }
 
+    /// The item behind a download, or nil when no item of that id was added.
+    public func item(_ id: String) -> MediaItem? { state.withLock { $0.entries[id]?.item } }
+
     /// One item, or nil when no item of that id was added.
     public func download(_ id: String) -> Download? { state.withLock { $0.entries[id]?.download } }
 
