@@ -193,6 +193,7 @@ let package = Package(
         .testTarget(
             name: "MediaFetchServeTests",
             dependencies: ["MediaFetchServe", "MediaFetchCLI", "mediafetch", "MediaFetchCore", "MediaFetchTesting"],
+            exclude: ["browser"],
             swiftSettings: strict
         ),
         .testTarget(

@@ -134,7 +134,10 @@ function duration(seconds) {
   return h > 0 ? h + ":" + String(m).padStart(2, "0") + ":" + s : m + ":" + s;
 }
 
-function megabytes(bytes) { return (bytes / 1e6).toFixed(bytes >= 1e7 ? 0 : 1) + " MB"; }
+function megabytes(bytes) {
+  if (bytes < 1e6) return Math.round(bytes / 1e3) + " kB";
+  return (bytes / 1e6).toFixed(bytes >= 1e7 ? 0 : 1) + " MB";
+}
 
 function cell(row, text, className) {
   const td = document.createElement("td");
@@ -227,6 +230,8 @@ function renderResults() {
       img.alt = "";
       img.loading = "lazy";
       img.referrerPolicy = "no-referrer";
+      // A picture that does not load leaves an empty cell, not a broken-image frame.
+      img.addEventListener("error", () => img.remove());
       img.src = result.artworkUrl;
       art.appendChild(img);
     }
@@ -402,6 +407,8 @@ button:hover { background: color-mix(in srgb, var(--accent) 15%, transparent); }
 table { width: 100%; border-collapse: collapse; }
 th, td { text-align: left; padding: 0.35rem 0.4rem; border-bottom: 1px solid color-mix(in srgb, currentColor 20%, transparent); vertical-align: middle; overflow-wrap: anywhere; }
 td.actions { white-space: nowrap; }
+td { unicode-bidi: isolate; }
+th { white-space: nowrap; }
 td.actions button { margin: 0.1rem; }
 img.art { width: 48px; height: 48px; object-fit: cover; display: block; }
 progress { width: 7rem; max-width: 100%; }
