@@ -16,6 +16,7 @@ final class PlanOnceSink: Sink {
     func url(for asset: AssetKind, of item: MediaItem) -> URL? { base.url(for: asset, of: item) }
     var needsDigests: Bool { base.needsDigests }
     var commitsEachStore: Bool { base.commitsEachStore }
+    var pathReserver: PathReserver? { base.pathReserver }
 
     func plan(_ item: MediaItem, asset: AssetKind) async throws -> StoragePlan {
         let key = item.id + "\u{0}" + asset.rawValue
