@@ -166,7 +166,8 @@ public struct ITunesSource: Source {
             case 400:
                 throw SourceError(
                     "iTunes API rejected the query (HTTP 400): \(Self.errorMessage(response)); check the "
-                        + "source's media, entity, attribute and country: \(url.absoluteString)")
+                        + "source's media, entity, attribute and country: \(url.absoluteString)",
+                    cause: TransportError(.httpStatus(400), url: url))
             default:
                 throw SourceError(
                     "iTunes API answered HTTP \(response.status) for \(url.absoluteString): "

@@ -42,7 +42,9 @@ enum ServeCommand {
                 overrides: arguments.all("--set"), registry: registry)
         }
         let portText = arguments.value("--port") ?? "8640"
-        guard let port = UInt16(portText) else { throw UsageError("--port \(portText) is not a port number (0..65535)") }
+        guard let port = UInt16(portText) else {
+            throw UsageError("--port \(portText) is not a port number (0..65535)")
+        }
         var options = Serve.Options(
             listen: arguments.value("--listen") ?? "127.0.0.1", port: port, token: arguments.value("--token"))
         if spec.source.name == "itunes" {
@@ -58,7 +60,8 @@ enum ServeCommand {
                     try await Serve.run(spec: spec, registry: registry, options: chosen) { url in
                         // Straight to the descriptor: whoever started the server needs the URL now.
                         FileHandle.standardOutput.write(Data((url.absoluteString + "\n").utf8))
-                        printError("serving \(spec.configPath) on \(url.host ?? "?"):\(url.port ?? 0); stop with Ctrl-C")
+                        printError(
+                            "serving \(spec.configPath) on \(url.host ?? "?"):\(url.port ?? 0); stop with Ctrl-C")
                     })
             } catch {
                 return .failure(error)

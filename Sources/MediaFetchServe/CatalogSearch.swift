@@ -26,7 +26,8 @@ final class CatalogSearch: Sendable {
             let media = value("media") ?? "music"
             guard ITunesSource.mediaTypes.contains(media) else {
                 return .failure(
-                    Invalid(message: "media \"\(media)\" is not one of " + ITunesSource.mediaTypes.joined(separator: ", ")))
+                    Invalid(
+                        message: "media \"\(media)\" is not one of " + ITunesSource.mediaTypes.joined(separator: ", ")))
             }
             let entity = value("entity").flatMap { $0.isEmpty ? nil : $0 }
             if let entity, !(entity.count <= 32 && entity.allSatisfy({ $0.isASCII && $0.isLetter })) {
@@ -47,6 +48,8 @@ final class CatalogSearch: Sendable {
 
     struct Failure: Error {
         var message: String
+        /// The catalog refused the query itself (HTTP 400: an entity the media does not have): the caller's to fix.
+        var rejected = false
     }
 
     private struct Cache {
@@ -95,7 +98,8 @@ final class CatalogSearch: Sendable {
                 if case .item(let item) = output { found.withLock { $0.append(item) } }
             }
         } catch {
-            return .failure(Failure(message: String(describing: error)))
+            let status = ((error as? SourceError)?.cause as? TransportError)?.status
+            return .failure(Failure(message: String(describing: error), rejected: status == 400))
         }
         let items = found.withLock { $0 }
         cache.withLock { cache in

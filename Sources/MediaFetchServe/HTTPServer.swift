@@ -194,7 +194,9 @@ private let streamFreed: MHD_ContentReaderFreeCallback = { context in
     stream.cleanup?()
 }
 
-private func queue(_ response: HTTPServer.Response, on connection: OpaquePointer, _ server: HTTPServer.Context)
+private func queue(
+    _ response: HTTPServer.Response, on connection: OpaquePointer, _ server: HTTPServer.Context
+)
     -> MHD_Result
 {
     let made: OpaquePointer?

@@ -69,7 +69,8 @@ public enum Serve {
         }
         let searchTransport = try transportFactory.make(
             spec.transport.options, PluginContext(stateDirectory: spec.stateDirectory))
-        let root = spec.sink.name == "directory"
+        let root =
+            spec.sink.name == "directory"
             ? (spec.sink.options.path("path") ?? spec.sink.options.string("path")).map {
                 URL(fileURLWithPath: $0, isDirectory: true)
             } : nil

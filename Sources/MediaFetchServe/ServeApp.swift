@@ -42,7 +42,8 @@ final class ServeApp: Sendable {
     func handle(_ request: HTTPServer.Request) -> HTTPServer.Response {
         guard let host = request.header("Host")?.lowercased(), allowedHosts.withLock({ $0.contains(host) }) else {
             return Self.error(
-                403, "the Host header \(request.header("Host").map { "\"\($0)\"" } ?? "(none)") is not this "
+                403,
+                "the Host header \(request.header("Host").map { "\"\($0)\"" } ?? "(none)") is not this "
                     + "server's address; open the URL mediafetch serve printed")
         }
         let queryLength = request.query.reduce(0) { $0 + $1.name.utf8.count + $1.value.utf8.count + 2 }
@@ -64,48 +65,50 @@ final class ServeApp: Sendable {
         guard request.method == "GET" || request.method == "HEAD" else { return Self.notAllowed("GET, HEAD") }
         return HTTPServer.Response(
             status: 200,
-            headers: Self.commonHeaders + [("Content-Type", asset.type), ("Content-Security-Policy", PageAssets.policy)],
+            headers: Self.commonHeaders + [
+                ("Content-Type", asset.type), ("Content-Security-Policy", PageAssets.policy),
+            ],
             body: .bytes(Array(asset.text.utf8)))
     }
 
     private func api(_ request: HTTPServer.Request, host: String) -> HTTPServer.Response {
         guard authorized(request) else { return unauthorized() }
-        let parts = request.path.split(separator: "/", omittingEmptySubsequences: false).map(String.init)
         // ["", "api", ...]
-        let route = Array(parts.dropFirst(2))
-        let isPost = request.method == "POST"
+        let route = Array(
+            request.path.split(separator: "/", omittingEmptySubsequences: false).map(String.init).dropFirst(2))
+        let allowed: String
+        switch (route.first, route.count) {
+        case ("search", 1), ("events", 1): allowed = "GET"
+        case ("downloads", 1): allowed = "GET, POST"
+        case ("downloads", 3) where ["pause", "resume", "cancel"].contains(route[2]): allowed = "POST"
+        case ("session", 1): allowed = "POST"
+        default: return Self.error(404, "no such API route: \(request.method) \(request.path)")
+        }
+        // An undeclared method is refused before anything else is looked at.
+        guard
+            allowed.split(separator: ",").contains(where: { $0.trimmingCharacters(in: .whitespaces) == request.method })
+        else { return Self.notAllowed(allowed) }
         var body: [String: Any] = [:]
-        if isPost {
+        if request.method == "POST" {
             if let refusal = checkStateChange(request, host: host) { return refusal }
             switch Self.parseObject(request.body) {
             case .success(let object): body = object
             case .failure(let message): return Self.error(400, message)
             }
         }
-        switch (route.first, route.count) {
-        case ("search", 1):
-            guard request.method == "GET" else { return Self.notAllowed("GET") }
-            return searchRoute(request)
-        case ("downloads", 1):
-            if request.method == "GET" { return Self.json(200, ["downloads": queue.downloads.map(Self.object)]) }
-            guard isPost else { return Self.notAllowed("GET, POST") }
-            return addDownloads(body)
-        case ("downloads", 3) where ["pause", "resume", "cancel"].contains(route[2]):
-            guard isPost else { return Self.notAllowed("POST") }
-            return control(route[1], route[2])
-        case ("events", 1):
-            guard request.method == "GET" else { return Self.notAllowed("GET") }
-            return events()
-        case ("session", 1):
-            guard isPost else { return Self.notAllowed("POST") }
+        switch (route[0], request.method) {
+        case ("search", _): return searchRoute(request)
+        case ("events", _): return events()
+        case ("downloads", "GET"): return Self.json(200, ["downloads": queue.downloads.map(Self.object)])
+        case ("downloads", _) where route.count == 1: return addDownloads(body)
+        case ("downloads", _): return control(route[1], route[2])
+        default:
             // The audio element cannot send a bearer token: a cookie for /library only, strict same-site.
             return HTTPServer.Response(
                 status: 204,
                 headers: Self.commonHeaders + [
                     ("Set-Cookie", "mediafetch-token=\(token); Path=/library; HttpOnly; SameSite=Strict")
                 ])
-        default:
-            return Self.error(404, "no such API route: \(request.method) \(request.path)")
         }
     }
 
@@ -131,7 +134,8 @@ final class ServeApp: Sendable {
 
     private func unauthorized() -> HTTPServer.Response {
         var response = Self.error(
-            401, "missing or wrong access token: send Authorization: Bearer TOKEN (the token is in the URL "
+            401,
+            "missing or wrong access token: send Authorization: Bearer TOKEN (the token is in the URL "
                 + "mediafetch serve printed, after #token=)")
         response.headers.append(("WWW-Authenticate", "Bearer"))
         return response
@@ -171,6 +175,8 @@ final class ServeApp: Sendable {
         switch result {
         case .success(let items):
             return Self.json(200, ["results": items.map(Self.result)])
+        case .failure(let error) where error.rejected:
+            return Self.error(400, "the catalog refused the search: \(error.message)")
         case .failure(let error):
             return Self.error(502, "the catalog search failed: \(error.message)")
         }
@@ -254,9 +260,10 @@ final class ServeApp: Sendable {
             return Self.error(404, "no such file in the library: \(relative)")
         }
         let size = Int64(info.st_size)
-        var headers = Self.commonHeaders + [
-            ("Content-Type", Self.mediaType(relative)), ("Accept-Ranges", "bytes"),
-        ]
+        var headers =
+            Self.commonHeaders + [
+                ("Content-Type", Self.mediaType(relative)), ("Accept-Ranges", "bytes"),
+            ]
         guard let range = request.header("Range") else {
             return HTTPServer.Response(
                 status: 200, headers: headers, body: .file(descriptor: file, offset: 0, length: size))
@@ -327,7 +334,8 @@ final class ServeApp: Sendable {
     }
 
     static func encode(_ object: Any) -> [UInt8] {
-        (try? JSONSerialization.data(withJSONObject: object, options: [.sortedKeys])).map(Array.init) ?? Array("{}".utf8)
+        (try? JSONSerialization.data(withJSONObject: object, options: [.sortedKeys])).map(Array.init)
+            ?? Array("{}".utf8)
     }
 
     static func json(_ status: Int, _ object: Any) -> HTTPServer.Response {

@@ -113,14 +113,15 @@ import Testing
         try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
         let config = folder.appendingPathComponent("serve.yaml")
         try """
-            source: {use: itunes, term: unused, endpoint: "\(catalog.baseURL.absoluteString)", requests-per-minute: 0}
-            transport: {use: curl, concurrency: 4}
-            sink: {use: directory, path: library}
-            state: state
-            """.write(to: config, atomically: true, encoding: .utf8)
+        source: {use: itunes, term: unused, endpoint: "\(catalog.baseURL.absoluteString)", requests-per-minute: 0}
+        transport: {use: curl, concurrency: 4}
+        sink: {use: directory, path: library}
+        state: state
+        """.write(to: config, atomically: true, encoding: .utf8)
         let token = "browser-test-token-0123456789"
         let binary = try Self.binary()
-        var serve = try ServeProcess(binary: binary, config: config, port: 0, token: token, folder: folder, generation: 1)
+        var serve = try ServeProcess(
+            binary: binary, config: config, port: 0, token: token, folder: folder, generation: 1)
         let url = try await serve.url()
         let port = try #require(url.port)
 

@@ -50,7 +50,9 @@ import Testing
             case "array":
                 guard let array = value as? [Any] else { return ["\(path): not an array"] }
                 let items = schema["items"] as? [String: Any] ?? [:]
-                for (index, element) in array.enumerated() { found += problems(element, items, at: "\(path)[\(index)]") }
+                for (index, element) in array.enumerated() {
+                    found += problems(element, items, at: "\(path)[\(index)]")
+                }
             case "string":
                 guard let text = value as? String else { return ["\(path): not a string"] }
                 if let allowed = schema["enum"] as? [String], !allowed.contains(text) {
@@ -125,7 +127,8 @@ import Testing
             covered.insert("\(method) \(template)")
             let answer = await serve.request(method.uppercased(), target, body: body)
             check(document, operation, answer, "\(method.uppercased()) \(target)")
-            let unauthorized = await serve.request(method.uppercased(), target, body: body, headers: ["Authorization": ""])
+            let unauthorized = await serve.request(
+                method.uppercased(), target, body: body, headers: ["Authorization": ""])
             check(document, operation, unauthorized, "\(method.uppercased()) \(target) without the token")
         }
         // The event stream: its documented type, and a snapshot first.
@@ -139,15 +142,17 @@ import Testing
         #expect(covered == documented, "operations the test does not call: \(documented.subtracting(covered))")
 
         // Nothing undocumented answers: other paths are 404, other methods 405.
-        for target in ["/api", "/api/", "/api/downloads/\(id)", "/api/downloads/\(id)/delete", "/api/openapi.json",
-            "/api/search/x", "/admin", "/library", "/api/downloads/\(id)/pause/x"]
-        {
+        for target in [
+            "/api", "/api/", "/api/downloads/\(id)", "/api/downloads/\(id)/delete", "/api/openapi.json",
+            "/api/search/x", "/admin", "/library", "/api/downloads/\(id)/pause/x",
+        ] {
             let answer = await serve.request("GET", target)
             #expect(answer.status == 404, "GET \(target) answered \(answer.status)")
         }
-        for (method, target) in [("DELETE", "/api/downloads"), ("PUT", "/api/downloads"), ("POST", "/api/search"),
-            ("GET", "/api/downloads/\(id)/pause"), ("POST", "/api/events"), ("DELETE", library), ("POST", "/")]
-        {
+        for (method, target) in [
+            ("DELETE", "/api/downloads"), ("PUT", "/api/downloads"), ("POST", "/api/search"),
+            ("GET", "/api/downloads/\(id)/pause"), ("POST", "/api/events"), ("DELETE", library), ("POST", "/"),
+        ] {
             let answer = await serve.request(method, target, body: method == "GET" ? nil : "{}")
             #expect(answer.status == 405 || answer.status == 404, "\(method) \(target) answered \(answer.status)")
         }

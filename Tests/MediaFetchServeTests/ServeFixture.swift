@@ -21,11 +21,13 @@ final class ServeFixture: Sendable {
 
     init(scratch existing: URL? = nil, catalog: MockCatalogServer? = nil) throws {
         self.catalog = try catalog ?? MockCatalogServer()
-        scratch = existing ?? FileManager.default.temporaryDirectory.appendingPathComponent("serve-\(UUID().uuidString)")
+        scratch =
+            existing ?? FileManager.default.temporaryDirectory.appendingPathComponent("serve-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: scratch, withIntermediateDirectories: true)
         spec = try ConfigLoader.load(
             text: """
-                source: {use: itunes, term: unused, endpoint: "\(self.catalog.baseURL.absoluteString)", requests-per-minute: 0}
+                source:
+                  {use: itunes, term: unused, endpoint: "\(self.catalog.baseURL.absoluteString)", requests-per-minute: 0}
                 transport: {use: curl, concurrency: 4}
                 sink: {use: directory, path: library, layout: "{artist}/{title}.{ext}"}
                 state: state
@@ -159,7 +161,8 @@ final class ServeFixture: Sendable {
         var headers: [String: String] = [:]
         for line in head.dropFirst() {
             guard let colon = line.firstIndex(of: ":") else { continue }
-            headers[line[..<colon].lowercased()] = line[line.index(after: colon)...].trimmingCharacters(in: .whitespaces)
+            headers[line[..<colon].lowercased()] = line[line.index(after: colon)...].trimmingCharacters(
+                in: .whitespaces)
         }
         var body = Array(bytes[split...])
         if headers["transfer-encoding"]?.lowercased() == "chunked" { body = dechunk(body) }

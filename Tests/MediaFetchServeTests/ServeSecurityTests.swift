@@ -1,8 +1,9 @@
 import Foundation
 import MediaFetchCore
-@testable import MediaFetchServe
 import MediaFetchTesting
 import Testing
+
+@testable import MediaFetchServe
 
 #if canImport(Glibc)
     import Glibc
@@ -37,7 +38,8 @@ import Testing
             let page = await serve.request("GET", "/", headers: ["Host": host])
             #expect(page.status != 200, "Host: \(host)")
         }
-        #expect(await serve.request("GET", "/api/downloads", headers: ["Host": "localhost:\(serve.port)"]).status == 200)
+        #expect(
+            await serve.request("GET", "/api/downloads", headers: ["Host": "localhost:\(serve.port)"]).status == 200)
         await serve.stop()
     }
 
@@ -45,7 +47,8 @@ import Testing
         let serve = try ServeFixture()
         try await serve.start()
         let body = #"{"ids":["1"]}"#
-        let foreign = await serve.request("POST", "/api/downloads", body: body, headers: ["Origin": "http://evil.example"])
+        let foreign = await serve.request(
+            "POST", "/api/downloads", body: body, headers: ["Origin": "http://evil.example"])
         #expect(foreign.status == 403)
         let none = await serve.request("POST", "/api/downloads", body: body, headers: ["Origin": ""])
         #expect(none.status == 403)
@@ -83,7 +86,9 @@ import Testing
         try files.createDirectory(at: serve.library.appendingPathComponent("a"), withIntermediateDirectories: true)
         try Data("inside".utf8).write(to: serve.library.appendingPathComponent("a/in.m4a"))
         try Data("top-secret-bytes".utf8).write(to: serve.scratch.appendingPathComponent("secret.txt"))
-        symlink(serve.scratch.appendingPathComponent("secret.txt").path, serve.library.appendingPathComponent("link.m4a").path)
+        symlink(
+            serve.scratch.appendingPathComponent("secret.txt").path,
+            serve.library.appendingPathComponent("link.m4a").path)
         symlink(serve.scratch.path, serve.library.appendingPathComponent("up").path)
         #expect(await serve.request("GET", "/library/a/in.m4a").text == "inside")
         for path in [
@@ -101,7 +106,8 @@ import Testing
         #expect(session.status == 204)
         let cookie = try #require(session.headers["set-cookie"]?.split(separator: ";").first.map(String.init))
         #expect(session.headers["set-cookie"]?.contains("HttpOnly") == true)
-        let withCookie = await serve.request("GET", "/library/a/in.m4a", headers: ["Authorization": "", "Cookie": cookie])
+        let withCookie = await serve.request(
+            "GET", "/library/a/in.m4a", headers: ["Authorization": "", "Cookie": cookie])
         #expect(withCookie.text == "inside")
         await serve.stop()
     }

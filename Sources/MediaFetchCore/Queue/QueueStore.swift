@@ -40,9 +40,11 @@ final class QueueStore: Sendable {
         try database.withLock { database in
             try database.prepare("SELECT item, state, position FROM queue WHERE source = ? ORDER BY position")
                 .rows([.text(source)]) { row -> Row? in
-                    guard let json = row.text(0), let item = try? JSONDecoder().decode(MediaItem.self, from: Data(json.utf8))
+                    guard let json = row.text(0),
+                        let item = try? JSONDecoder().decode(MediaItem.self, from: Data(json.utf8))
                     else { return nil }
-                    return Row(item: item, state: DownloadStatus(rawValue: row.text(1) ?? ""), position: Int64(row.int(2)))
+                    return Row(
+                        item: item, state: DownloadStatus(rawValue: row.text(1) ?? ""), position: Int64(row.int(2)))
                 }
                 .compactMap { $0 }
         }
