@@ -23,7 +23,11 @@ public enum CLI {
                 + "search the iTunes catalog and print what it finds"
         ),
         ("check", "check CONFIG [--set KEY=VALUE]...: validate a config and print the resolved pipeline"),
-        ("status", "status CONFIG [--json]: what the ledger records: stored, verified, partial, failed, pending"),
+        (
+            "status",
+            "status CONFIG [--json] [--follow]: what the ledger records: stored, verified, partial, failed, pending "
+                + "(--follow: redrawn until the run ends)"
+        ),
         ("clean", "clean CONFIG [--all]: discard partial downloads (with --all, the ledger too)"),
         ("plugins", "plugins [--markdown]: list every plugin with its options and defaults"),
         (
@@ -81,7 +85,7 @@ public enum CLI {
             case "run": return try await RunCommand.run(words, registry: registry)
             case "search": return try await SearchCommand.run(words)
             case "check": return try CheckCommand.run(words, registry: registry)
-            case "status": return try StatusCommand.run(words, registry: registry)
+            case "status": return try await StatusCommand.run(words, registry: registry)
             case "clean": return try await CleanCommand.run(words, registry: registry)
             case "plugins": return try PluginsCommand.run(words, registry: registry)
             case "demo": return try await DemoCommand.run(words, registry: registry)

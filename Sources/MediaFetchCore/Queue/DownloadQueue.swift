@@ -79,6 +79,14 @@ public final class DownloadQueue: Sendable {
     /// The items to run, in the order they were added.
     var source: any Source { QueueSource(items: items) }
 
+    /// What the queue of a state directory recorded for each item, in the order they were added, without opening
+    /// the queue (no lock is taken, so a run may hold the directory): `mediafetch status` reads it.
+    public static func recordedStatuses(stateDirectory: URL) throws -> [DownloadStatus] {
+        guard FileManager.default.fileExists(atPath: stateDirectory.appendingPathComponent(Ledger.fileName).path)
+        else { return [] }
+        return try QueueStore(directory: stateDirectory).allRows().map(\.state)
+    }
+
     /// Which asset's download an item's status follows (the sink's first, the preview when it stores one).
     func follow(assets: [AssetKind]) {
         let primary = assets.contains(.preview) ? .preview : (assets.first ?? .preview)

@@ -50,6 +50,19 @@ final class QueueStore: Sendable {
         }
     }
 
+    /// Every row of every source, in the order they were added.
+    func allRows() throws -> [Row] {
+        try database.withLock { database in
+            try database.prepare("SELECT item, state, position FROM queue ORDER BY position").rows([]) { row -> Row? in
+                guard let json = row.text(0),
+                    let item = try? JSONDecoder().decode(MediaItem.self, from: Data(json.utf8))
+                else { return nil }
+                return Row(item: item, state: DownloadStatus(rawValue: row.text(1) ?? ""), position: Int64(row.int(2)))
+            }
+            .compactMap { $0 }
+        }
+    }
+
     /// Adds or updates a row; a new one goes at the end.
     func save(source: String, item: MediaItem, state: DownloadStatus) throws {
         let json = String(decoding: try JSONEncoder().encode(item), as: UTF8.self)
