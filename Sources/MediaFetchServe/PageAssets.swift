@@ -97,6 +97,8 @@ const state = {
   downloads: new Map(), // id -> download, in the order they were queued
   samples: [],          // [time ms, total received bytes] for the ETA
   latencies: [],        // ms from the server's event to the page, for measurements
+  changed: new Set(),   // ids to draw again at the next frame
+  everything: false,    // draw every row again (a snapshot, a new search)
 };
 window.mediafetch = state;
 
@@ -218,62 +220,83 @@ function progressCell(download) {
 
 function titleOf(item) { return (item.artist ? item.artist + " – " : "") + item.title; }
 
+function resultRow(result) {
+  const row = document.createElement("tr");
+  row.dataset.id = result.id;
+  const art = document.createElement("td");
+  if (typeof result.artworkUrl === "string" && /^https?:\/\//.test(result.artworkUrl)) {
+    const img = document.createElement("img");
+    img.className = "art";
+    img.alt = "";
+    img.loading = "lazy";
+    img.referrerPolicy = "no-referrer";
+    // A picture that does not load leaves an empty cell, not a broken-image frame.
+    img.addEventListener("error", () => img.remove());
+    img.src = result.artworkUrl;
+    art.appendChild(img);
+  }
+  row.appendChild(art);
+  cell(row, result.artist);
+  cell(row, result.title);
+  cell(row, result.album, "album");
+  cell(row, duration(result.duration), "duration");
+  const download = state.downloads.get(result.id);
+  row.appendChild(progressCell(download));
+  row.appendChild(actions(result.id, titleOf(result), download, result.downloadable));
+  return row;
+}
+
+function queueRow(download) {
+  const row = document.createElement("tr");
+  row.dataset.id = download.id;
+  cell(row, download.title);
+  cell(row, download.artist);
+  cell(row, download.status);
+  row.appendChild(progressCell(download));
+  row.appendChild(actions(download.id, titleOf(download), download, true));
+  return row;
+}
+
 function renderResults() {
   const body = document.querySelector("#results tbody");
-  const rows = state.results.map((result) => {
-    const row = document.createElement("tr");
-    row.dataset.id = result.id;
-    const art = document.createElement("td");
-    if (typeof result.artworkUrl === "string" && /^https?:\/\//.test(result.artworkUrl)) {
-      const img = document.createElement("img");
-      img.className = "art";
-      img.alt = "";
-      img.loading = "lazy";
-      img.referrerPolicy = "no-referrer";
-      // A picture that does not load leaves an empty cell, not a broken-image frame.
-      img.addEventListener("error", () => img.remove());
-      img.src = result.artworkUrl;
-      art.appendChild(img);
-    }
-    row.appendChild(art);
-    cell(row, result.artist);
-    cell(row, result.title);
-    cell(row, result.album, "album");
-    cell(row, duration(result.duration), "duration");
-    const download = state.downloads.get(result.id);
-    row.appendChild(progressCell(download));
-    row.appendChild(actions(result.id, titleOf(result), download, result.downloadable));
-    return row;
-  });
-  keepFocus(body, rows);
+  keepFocus(body, () => body.replaceChildren(...state.results.map(resultRow)));
   document.getElementById("no-results").hidden = state.results.length > 0 || !state.searched;
 }
 
 function renderQueue() {
   const body = document.querySelector("#queue tbody");
-  const rows = [...state.downloads.values()].map((download) => {
-    const row = document.createElement("tr");
-    row.dataset.id = download.id;
-    cell(row, download.title);
-    cell(row, download.artist);
-    cell(row, download.status);
-    row.appendChild(progressCell(download));
-    row.appendChild(actions(download.id, titleOf(download), download, true));
-    return row;
-  });
-  keepFocus(body, rows);
+  keepFocus(body, () => body.replaceChildren(...[...state.downloads.values()].map(queueRow)));
   renderTotals();
 }
 
-// Rows are drawn anew on each change; the focused button comes back where it was, so the keyboard is not lost.
-function keepFocus(body, rows) {
+// Only the rows of items that changed are drawn again: a queue of thousands stays cheap to watch.
+function renderChanged(ids) {
+  const results = document.querySelector("#results tbody");
+  const queue = document.querySelector("#queue tbody");
+  const byId = new Map(state.results.map((r) => [r.id, r]));
+  keepFocus(document.querySelector("main"), () => {
+    for (const id of ids) {
+      const download = state.downloads.get(id);
+      const result = byId.get(id);
+      const shown = results.querySelector(`tr[data-id="${CSS.escape(id)}"]`);
+      if (result && shown) shown.replaceWith(resultRow(result));
+      if (!download) continue;
+      const listed = queue.querySelector(`tr[data-id="${CSS.escape(id)}"]`);
+      if (listed) listed.replaceWith(queueRow(download)); else queue.appendChild(queueRow(download));
+    }
+  });
+  renderTotals();
+}
+
+// Rows are drawn anew on a change; the focused button comes back where it was, so the keyboard is not lost.
+function keepFocus(container, draw) {
   const focused = document.activeElement;
-  const where = focused && body.contains(focused) && focused.dataset.action
-    ? [focused.closest("tr").dataset.id, focused.dataset.action] : null;
-  body.replaceChildren(...rows);
+  const where = focused && container.contains(focused) && focused.dataset.action
+    ? [focused.closest("tbody"), focused.closest("tr").dataset.id, focused.dataset.action] : null;
+  draw();
   if (where) {
-    const row = [...body.children].find((r) => r.dataset.id === where[0]);
-    const again = row && (row.querySelector('button[data-action="' + where[1] + '"]') || row.querySelector("button"));
+    const row = where[0].querySelector(`tr[data-id="${CSS.escape(where[1])}"]`);
+    const again = row && (row.querySelector('button[data-action="' + where[2] + '"]') || row.querySelector("button"));
     if (again) again.focus();
   }
 }
@@ -301,14 +324,27 @@ function renderTotals() {
 
 function update(download) {
   state.downloads.set(download.id, download);
+  state.changed.add(download.id);
   schedule();
 }
 
 let pending = false;
-function schedule() {
+function schedule(everything) {
+  if (everything) state.everything = true;
   if (pending) return;
   pending = true;
-  requestAnimationFrame(() => { pending = false; renderResults(); renderQueue(); });
+  requestAnimationFrame(() => {
+    pending = false;
+    const changed = state.changed;
+    state.changed = new Set();
+    if (state.everything) {
+      state.everything = false;
+      renderResults();
+      renderQueue();
+    } else {
+      renderChanged(changed);
+    }
+  });
 }
 
 function play(download) {
@@ -378,7 +414,7 @@ function handleEvent(block) {
   }
   if (name === "snapshot") {
     state.downloads = new Map(payload.downloads.map((d) => [d.id, d]));
-    schedule();
+    schedule(true);
   } else if (name === "download") {
     update(payload.download);
   }
