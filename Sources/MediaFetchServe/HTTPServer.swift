@@ -1,5 +1,6 @@
 import CMicroHTTPD
 import Foundation
+import MediaFetchCore
 import Synchronization
 
 /// A small HTTP/1.1 server on libmicrohttpd: one thread per connection (so that a handler may block on async
@@ -223,25 +224,39 @@ private func queue(
     return result
 }
 
-/// A server-sent events body: text appended by any thread, read by the connection's thread, which waits for
-/// the next event (sending a comment every 15 s so that proxies and the client know the stream is alive).
+/// A server-sent events body: text and changed downloads handed over by any thread, read by the connection's
+/// thread, which waits for the next event (sending a comment every 15 s so that proxies and the client know the
+/// stream is alive).
+///
+/// A change costs its sender only a dictionary write: the connection's own thread turns changes into text, so a
+/// watcher's JSON never runs on the pipeline's (or the transport's) threads. Changes of one download that wait
+/// are merged into its latest, which also bounds what a slow reader can leave unread.
 final class EventStream: @unchecked Sendable {
     private let condition = NSCondition()
     private var buffer: [UInt8] = []
+    private var pending: [String: (download: Download, at: Double)] = [:]
+    private var order: [String] = []
     private var closed = false
+    /// Turns a change into the event's text (set before the stream is handed to the server).
+    var render: (@Sendable (Download, Double) -> String)?
     /// Called once the connection has let the stream go: the server's own bookkeeping, and the producer's.
     var onFinish: (@Sendable () -> Void)?
     var cleanup: (@Sendable () -> Void)?
-    /// What a client that cannot keep up may leave unread before the stream is closed (it reconnects and gets a
-    /// fresh snapshot): a bound on memory, not a loss of state.
-    static let maxBuffered = 1 << 20
 
     func send(_ text: String) {
         condition.lock()
         defer { condition.unlock() }
         guard !closed else { return }
         buffer.append(contentsOf: text.utf8)
-        if buffer.count > Self.maxBuffered { closed = true }
+        condition.signal()
+    }
+
+    /// A download changed at `at` (milliseconds since 1970).
+    func send(_ download: Download, at: Double) {
+        condition.lock()
+        defer { condition.unlock() }
+        guard !closed else { return }
+        if pending.updateValue((download, at), forKey: download.id) == nil { order.append(download.id) }
         condition.signal()
     }
 
@@ -252,19 +267,24 @@ final class EventStream: @unchecked Sendable {
         condition.unlock()
     }
 
-    var isClosed: Bool {
-        condition.lock()
-        defer { condition.unlock() }
-        return closed
-    }
-
     fileprivate func read(into destination: UnsafeMutableRawPointer, max: Int) -> Int {
         condition.lock()
         defer { condition.unlock() }
-        while buffer.isEmpty && !closed {
-            if !condition.wait(until: Date(timeIntervalSinceNow: 15)) && buffer.isEmpty {
+        while buffer.isEmpty && order.isEmpty && !closed {
+            if !condition.wait(until: Date(timeIntervalSinceNow: 15)) && buffer.isEmpty && order.isEmpty {
                 buffer.append(contentsOf: ": keep-alive\n\n".utf8)
             }
+        }
+        if buffer.isEmpty && !order.isEmpty, let render {
+            let changes = order.compactMap { pending[$0] }
+            order.removeAll(keepingCapacity: true)
+            pending.removeAll(keepingCapacity: true)
+            // Rendered without the lock: senders never wait for JSON.
+            condition.unlock()
+            var text = ""
+            for change in changes { text += render(change.download, change.at) }
+            condition.lock()
+            buffer.append(contentsOf: text.utf8)
         }
         if buffer.isEmpty { return mf_reader_end_of_stream }
         let count = min(max, buffer.count)

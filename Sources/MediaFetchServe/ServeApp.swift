@@ -218,11 +218,17 @@ final class ServeApp: Sendable {
 
     private func events() -> HTTPServer.Response {
         let stream = EventStream()
-        stream.send("retry: 1000\n")
-        stream.send(Self.event("snapshot", ["downloads": queue.downloads.map(Self.object)]))
-        let observation = queue.observe { download in
-            stream.send(Self.event("download", ["download": Self.object(download)]))
+        stream.render = { download, at in
+            "event: download\ndata: {\"at\":\(Int64(at)),\"download\":" + JSONText.download(download) + "}\n\n"
         }
+        // Observed before the snapshot is taken: a change in between comes again as an event, never not at all.
+        let observation = queue.observe { download in
+            stream.send(download, at: (Date().timeIntervalSince1970 * 1000).rounded())
+        }
+        let snapshot = queue.downloads.map(JSONText.download).joined(separator: ",")
+        stream.send(
+            "retry: 1000\nevent: snapshot\ndata: {\"at\":\(Int64(Date().timeIntervalSince1970 * 1000)),"
+                + "\"downloads\":[\(snapshot)]}\n\n")
         stream.cleanup = { observation.cancel() }
         return HTTPServer.Response(
             status: 200,
@@ -352,12 +358,6 @@ final class ServeApp: Sendable {
         var response = error(405, "method not allowed here; allowed: \(allowed)")
         response.headers.append(("Allow", allowed))
         return response
-    }
-
-    static func event(_ name: String, _ object: [String: Any]) -> String {
-        var object = object
-        object["at"] = (Date().timeIntervalSince1970 * 1000).rounded()
-        return "event: \(name)\ndata: " + String(decoding: encode(object), as: UTF8.self) + "\n\n"
     }
 
     enum Parsed {

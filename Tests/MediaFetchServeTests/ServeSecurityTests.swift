@@ -132,3 +132,20 @@ import Testing
         #expect(!ServeApp.constantTimeEqual("", "abc"))
     }
 }
+
+/// The event stream's hand-written JSON reads back as what went in, whatever the catalog's strings hold.
+@Test func eventJSONRoundTripsHostileStrings() throws {
+    let hostile = "\"quotes\" \\ back</script>\n\t\r\u{0}\u{1F}\u{2028}\u{2029}\u{202E}日本語 😀"
+    let download = Download(
+        id: "1", title: hostile, artist: nil, status: .downloading, receivedBytes: 5, expectedBytes: nil,
+        location: hostile, reason: "<b>")
+    let text = JSONText.download(download)
+    let object = try #require(try JSONSerialization.jsonObject(with: Data(text.utf8)) as? [String: Any])
+    #expect(object["title"] as? String == hostile)
+    #expect(object["location"] as? String == hostile)
+    #expect(object["artist"] is NSNull)
+    #expect(object["expectedBytes"] is NSNull)
+    #expect(object["receivedBytes"] as? Int == 5)
+    #expect(object["status"] as? String == "downloading")
+    #expect(!text.contains("\n"))
+}
