@@ -49,6 +49,9 @@ extension Runner {
                 events(event)
             }
         )
-        return await pipeline.run()
+        let summary = await pipeline.run()
+        // What the run reported last is in the queue's table before the queue is closed or opened again.
+        try? queue.flush()
+        return summary
     }
 }

@@ -328,13 +328,18 @@ function update(download) {
   schedule();
 }
 
+// Drawn at most four times a second: events keep coming in between, and the page stays cheap beside a run of
+// thousands of files (the machine's cores are the downloads' too).
 let pending = false;
+let lastDraw = 0;
 function schedule(everything) {
   if (everything) state.everything = true;
   if (pending) return;
   pending = true;
-  requestAnimationFrame(() => {
+  const wait = Math.max(0, lastDraw + 250 - Date.now());
+  setTimeout(() => requestAnimationFrame(() => {
     pending = false;
+    lastDraw = Date.now();
     const changed = state.changed;
     state.changed = new Set();
     if (state.everything) {
@@ -344,7 +349,7 @@ function schedule(everything) {
     } else {
       renderChanged(changed);
     }
-  });
+  }), wait);
 }
 
 function play(download) {

@@ -271,11 +271,7 @@ public struct Pipeline: Sendable {
                 run.report(.failed(item.ref, url: url, reason: String(describing: error)))
                 continue
             }
-            // A queue hands an item over again after a pause: what the ledger knows now, its queued writes included.
-            let entry =
-                options.refetch
-                ? nil
-                : try (options.control == nil ? options.ledger?.committedEntry(key) : options.ledger?.entry(key))
+            let entry = options.refetch ? nil : try ledgerEntry(key)
             // A sink that cannot tell whether it still has the file gets it fetched again.
             if let record = entry?.storedRecord, (try? await sink.keep(plan, stored: record)) == true {
                 run.report(.alreadyStored(item.ref, asset: asset, location: record.location))

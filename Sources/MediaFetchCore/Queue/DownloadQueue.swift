@@ -124,7 +124,8 @@ public final class DownloadQueue: Sendable {
     /// - Returns: each item as it now stands, in the order given.
     @discardableResult
     public func add(_ newItems: [MediaItem]) -> [Download] {
-        newItems.map { item in
+        defer { try? store.flush(source: sourceName) }
+        return newItems.map { item in
             let existing = download(item.id)
             if let existing, existing.status == .cancelled || existing.status == .failed {
                 return (try? resume(item.id)) ?? existing
@@ -135,7 +136,7 @@ public final class DownloadQueue: Sendable {
                 state.entries[item.id] = Entry(item: item, download: download)
                 state.order.append(item.id)
             }
-            persist(item, .queued)
+            persist(item, .queued, now: false)
             publish(download)
             feed.yield(item)
             return download
@@ -187,6 +188,8 @@ public final class DownloadQueue: Sendable {
         if !control.hold(id) { removePartials(id) }
         return download
     }
+
+    deinit { try? store.flush(source: sourceName) }
 
     /// Ends the queue's source: the run finishes once the downloads under way are done.
     public func close() { feed.finish() }
@@ -260,7 +263,7 @@ public final class DownloadQueue: Sendable {
         if changed.status == .stored || changed.status == .failed,
             let item = state.withLock({ $0.entries[changed.id]?.item })
         {
-            persist(item, changed.status)
+            persist(item, changed.status, now: false)
         }
         publish(changed)
     }
@@ -340,9 +343,18 @@ public final class DownloadQueue: Sendable {
         for asset in AssetKind.allCases { _ = unlink(stagingFile(id, asset).path) }
     }
 
-    /// The queue table is what a restart shows; a write that fails costs only that memory, so the run goes on.
-    private func persist(_ item: MediaItem, _ status: DownloadStatus) {
-        try? store.save(source: sourceName, item: item, state: status == .downloading ? .queued : status)
+    /// The queue table is what a restart shows. What the user asked for (add, pause, resume, cancel) is written at
+    /// once; what the run reports (stored, failed) with the next batch, at most 200 ms later: a crash before then
+    /// shows such an item queued again, and the ledger, which the sink's commit decides, has it stored. A write that
+    /// fails costs only that memory, so the run goes on.
+    private func persist(_ item: MediaItem, _ status: DownloadStatus, now: Bool = true) {
+        store.save(source: sourceName, item: item, state: status == .downloading ? .queued : status)
+        if now { try? store.flush(source: sourceName) } else { try? store.flushIfDue(source: sourceName) }
+    }
+
+    /// Writes what the queue has not written yet (``Runner/run(queue:events:)`` does when the run ends).
+    public func flush() throws {
+        try store.flush(source: sourceName)
     }
 
     private func publish(_ download: Download) {

@@ -63,29 +63,60 @@ final class QueueStore: Sendable {
         }
     }
 
-    /// Adds or updates a row; a new one goes at the end.
-    func save(source: String, item: MediaItem, state: DownloadStatus) throws {
-        let json = String(decoding: try JSONEncoder().encode(item), as: UTF8.self)
-        try database.withLock { database in
-            try database.cached(
-                """
-                INSERT INTO queue (source, item_id, position, state, item, updated_at)
-                VALUES (?, ?, (SELECT COALESCE(MAX(position), 0) + 1 FROM queue), ?, ?, ?)
-                ON CONFLICT (source, item_id) DO UPDATE SET state = excluded.state, item = excluded.item,
-                    updated_at = excluded.updated_at
-                """
-            ).run([
-                .text(source), .text(item.id), .text(state.rawValue), .text(json),
-                .real(Date().timeIntervalSince1970),
-            ])
+    /// Writes waiting for the next batch, in the order they came (a later one for the same item replaces it).
+    private struct Pending {
+        var writes: [String: (item: MediaItem, state: DownloadStatus)] = [:]
+        var order: [String] = []
+        var lastFlush = ContinuousClock.now
+    }
+
+    private let pending = Mutex(Pending())
+    /// A batch is written once it is this old: a transaction per store would cost thousands of commits a run.
+    static let batchAge = Duration.milliseconds(200)
+
+    /// Adds or updates a row (a new one goes at the end), written with the next batch.
+    func save(source: String, item: MediaItem, state: DownloadStatus) {
+        pending.withLock { pending in
+            let key = source + "\u{0}" + item.id
+            if pending.writes.updateValue((item, state), forKey: key) == nil { pending.order.append(key) }
         }
     }
 
-    /// Records a new state for a row that exists.
-    func update(source: String, itemID: String, state: DownloadStatus) throws {
+    /// Writes the batch when it is old enough.
+    func flushIfDue(source: String) throws {
+        let due = pending.withLock { !$0.order.isEmpty && ContinuousClock.now - $0.lastFlush >= Self.batchAge }
+        if due { try flush(source: source) }
+    }
+
+    /// Writes every waiting row in one transaction.
+    func flush(source: String) throws {
+        let batch: [(MediaItem, DownloadStatus)] = pending.withLock { pending in
+            defer {
+                pending.writes.removeAll()
+                pending.order.removeAll()
+                pending.lastFlush = ContinuousClock.now
+            }
+            return pending.order.compactMap { pending.writes[$0] }
+        }
+        guard !batch.isEmpty else { return }
+        let encoder = JSONEncoder()
+        let rows = try batch.map { item, state in
+            (item, state, String(decoding: try encoder.encode(item), as: UTF8.self))
+        }
+        let now = Date().timeIntervalSince1970
         try database.withLock { database in
-            try database.cached("UPDATE queue SET state = ?, updated_at = ? WHERE source = ? AND item_id = ?")
-                .run([.text(state.rawValue), .real(Date().timeIntervalSince1970), .text(source), .text(itemID)])
+            try database.transaction {
+                let statement = try database.cached(
+                    """
+                    INSERT INTO queue (source, item_id, position, state, item, updated_at)
+                    VALUES (?, ?, (SELECT COALESCE(MAX(position), 0) + 1 FROM queue), ?, ?, ?)
+                    ON CONFLICT (source, item_id) DO UPDATE SET state = excluded.state, item = excluded.item,
+                        updated_at = excluded.updated_at
+                    """)
+                for (item, state, json) in rows {
+                    try statement.run([.text(source), .text(item.id), .text(state.rawValue), .text(json), .real(now)])
+                }
+            }
         }
     }
 }
