@@ -13,7 +13,7 @@ set -euo pipefail
 N=${N:-2000}
 RUNS=${RUNS:-3}
 BIG_MIB=${BIG_MIB:-512}
-MODES=${MODES:-"none sse browser"}
+MODES=${MODES:-"batch none sse browser"}
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 CACHE=${CACHE:-$ROOT/.build/bench-cache}
 unset http_proxy https_proxy HTTP_PROXY HTTPS_PROXY all_proxy ALL_PROXY no_proxy NO_PROXY
@@ -76,6 +76,22 @@ run_mode() {
     local mode=$1 dir="$WORK/run"
     rm -rf "$dir" && mkdir -p "$dir"
     sync
+    if [[ $mode == batch ]]; then
+        # The reference: the same files by `mediafetch run`, a urls source into the same sink.
+        ls "$TREE/files" | sort | head -n "$N" | sed "s|^|http://127.0.0.1:$NGINX_PORT/files/|" > "$dir/urls.txt"
+        cat > "$dir/run.yaml" <<YAML
+source: {use: urls, file: urls.txt}
+transport: {use: curl}
+sink: {use: directory, path: library, layout: "{title}.{ext}"}
+state: state
+YAML
+        local start end
+        start=$(date +%s.%N)
+        "$MEDIAFETCH" run "$dir/run.yaml" --quiet > "$dir/run.out" 2>&1
+        end=$(date +%s.%N)
+        python3 -c "import sys; w = $end - $start; print(f'{w:.3f} {$TOTAL / w / 1e6:.0f}')"
+        return
+    fi
     cat > "$dir/serve.yaml" <<YAML
 source: {use: itunes, term: unused, endpoint: "http://127.0.0.1:$CATALOG_PORT", requests-per-minute: 0}
 transport: {use: curl}
@@ -123,8 +139,9 @@ total = None
 for mode in walls:
     median = statistics.median(walls[mode])
     ratio = f"{median / base:.3f}x" if base else "-"
-    label = {"none": "no one watching", "sse": "an SSE client reading /api/events",
-             "browser": "headless Chromium showing the page"}.get(mode, mode)
+    label = {"batch": "(reference) mediafetch run, urls source", "none": "serve, no one watching",
+             "sse": "serve, an SSE client reading /api/events",
+             "browser": "serve, headless Chromium showing the page"}.get(mode, mode)
     rate = int(sys.argv[3]) / 1e6 / median
     runs = ", ".join(f"{w:.2f}" for w in walls[mode])
     print(f"| {label:<44} | {median:>11.2f} s | {rate:>6.0f} | {ratio:>9} | runs: {runs}")

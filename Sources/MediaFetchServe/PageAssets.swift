@@ -98,6 +98,8 @@ const state = {
   samples: [],          // [time ms, total received bytes] for the ETA
   latencies: [],        // ms from the server's event to the page, for measurements
   changed: new Set(),   // ids to draw again at the next frame
+  resultRows: new Map(), // id -> {row, result} of the results table
+  queueRows: new Map(),  // id -> row of the queue table
   everything: false,    // draw every row again (a snapshot, a new search)
 };
 window.mediafetch = state;
@@ -259,30 +261,44 @@ function queueRow(download) {
 
 function renderResults() {
   const body = document.querySelector("#results tbody");
-  keepFocus(body, () => body.replaceChildren(...state.results.map(resultRow)));
+  state.resultRows = new Map();
+  keepFocus(body, () => body.replaceChildren(...state.results.map((result) => {
+    const row = resultRow(result);
+    state.resultRows.set(result.id, { row, result });
+    return row;
+  })));
   document.getElementById("no-results").hidden = state.results.length > 0 || !state.searched;
 }
 
 function renderQueue() {
   const body = document.querySelector("#queue tbody");
-  keepFocus(body, () => body.replaceChildren(...[...state.downloads.values()].map(queueRow)));
+  state.queueRows = new Map();
+  keepFocus(body, () => body.replaceChildren(...[...state.downloads.values()].map((download) => {
+    const row = queueRow(download);
+    state.queueRows.set(download.id, row);
+    return row;
+  })));
   renderTotals();
 }
 
-// Only the rows of items that changed are drawn again: a queue of thousands stays cheap to watch.
+// Only the rows of items that changed are drawn again, found by id without a search: a queue of thousands
+// stays cheap to watch.
 function renderChanged(ids) {
-  const results = document.querySelector("#results tbody");
   const queue = document.querySelector("#queue tbody");
-  const byId = new Map(state.results.map((r) => [r.id, r]));
   keepFocus(document.querySelector("main"), () => {
     for (const id of ids) {
+      const shown = state.resultRows.get(id);
+      if (shown) {
+        const row = resultRow(shown.result);
+        shown.row.replaceWith(row);
+        shown.row = row;
+      }
       const download = state.downloads.get(id);
-      const result = byId.get(id);
-      const shown = results.querySelector(`tr[data-id="${CSS.escape(id)}"]`);
-      if (result && shown) shown.replaceWith(resultRow(result));
       if (!download) continue;
-      const listed = queue.querySelector(`tr[data-id="${CSS.escape(id)}"]`);
-      if (listed) listed.replaceWith(queueRow(download)); else queue.appendChild(queueRow(download));
+      const row = queueRow(download);
+      const listed = state.queueRows.get(id);
+      if (listed) listed.replaceWith(row); else queue.appendChild(row);
+      state.queueRows.set(id, row);
     }
   });
   renderTotals();
