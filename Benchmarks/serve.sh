@@ -87,9 +87,10 @@ state: state
 YAML
         local start end
         start=$(date +%s.%N)
-        "$MEDIAFETCH" run "$dir/run.yaml" --quiet > "$dir/run.out" 2>&1
+        /usr/bin/time -f "%U %S" -o "$dir/time.txt" "$MEDIAFETCH" run "$dir/run.yaml" --quiet > "$dir/run.out" 2>&1
         end=$(date +%s.%N)
-        python3 -c "import sys; w = $end - $start; print(f'{w:.3f} {$TOTAL / w / 1e6:.0f}')"
+        python3 -c "w = $end - $start; u, s = open('$dir/time.txt').read().split()[-2:]; \
+print(f'{w:.3f} {$TOTAL / w / 1e6:.0f} {float(u) + float(s):.2f}')"
         return
     fi
     cat > "$dir/serve.yaml" <<YAML
@@ -112,6 +113,11 @@ YAML
             for _ in $(seq 600); do grep -q watching "$dir/watcher.out" 2> /dev/null && break; sleep 0.1; done ;;
     esac
     "$PYTHON" "$HELPERS" client "$base" "$TOKEN" "$N" "$dir/library" "$TOTAL" > "$dir/client.out"
+    # serve's own CPU time (user + system, in clock ticks), read before it stops: what serving cost it, apart
+    # from what a watcher on the same cores took.
+    local ticks
+    ticks=$(awk '{ print $14 + $15 }' "/proc/$serve/stat")
+    echo "$(cat "$dir/client.out") $(python3 -c "import os; print(f'{$ticks / os.sysconf(\"SC_CLK_TCK\"):.2f}')")" > "$dir/client.out"
     touch "$dir/stop"
     if [[ -n "$watcher" ]]; then wait "$watcher" || true; grep '^{' "$dir/watcher.out" >> "$WORK/latency-$mode.jsonl" || true; fi
     kill -INT "$serve"; wait "$serve" || true
@@ -122,19 +128,20 @@ echo "serve benchmark: $N files, $((TOTAL / 1000000)) MB, $RUNS rounds, modes: $
 for round in $(seq "$RUNS"); do
     for mode in $MODES; do
         result=$(run_mode "$mode")
-        echo "round $round $mode: $result s MB/s" >&2
+        echo "round $round $mode: $result (s, MB/s, CPU s)" >&2
         echo "$mode $result" >> "$WORK/results.txt"
     done
 done
 python3 - "$WORK/results.txt" "$WORK" "$TOTAL" <<'PY'
 import json, os, statistics, sys
 rows = [line.split() for line in open(sys.argv[1])]
-walls = {}
-for mode, wall, _ in rows:
+walls, cpus = {}, {}
+for mode, wall, _, cpu in rows:
     walls.setdefault(mode, []).append(float(wall))
+    cpus.setdefault(mode, []).append(float(cpu))
 base = statistics.median(walls.get("none", [0])) or None
-print(f"| {'mode':<44} | {'wall (median)':>13} | {'MB/s':>6} | {'vs no one':>9} | |")
-print("| --- | ---: | ---: | ---: | --- |")
+print(f"| {'mode':<44} | {'wall (median)':>13} | {'MB/s':>6} | {'vs no one':>9} | {'mediafetch CPU':>14} | |")
+print("| --- | ---: | ---: | ---: | ---: | --- |")
 total = None
 for mode in walls:
     median = statistics.median(walls[mode])
@@ -144,7 +151,8 @@ for mode in walls:
              "browser": "serve, headless Chromium showing the page"}.get(mode, mode)
     rate = int(sys.argv[3]) / 1e6 / median
     runs = ", ".join(f"{w:.2f}" for w in walls[mode])
-    print(f"| {label:<44} | {median:>11.2f} s | {rate:>6.0f} | {ratio:>9} | runs: {runs}")
+    cpu = statistics.median(cpus[mode])
+    print(f"| {label:<44} | {median:>11.2f} s | {rate:>6.0f} | {ratio:>9} | {cpu:>12.2f} s | runs: {runs}")
 for mode in ("sse", "browser"):
     path = os.path.join(sys.argv[2], f"latency-{mode}.jsonl")
     if os.path.exists(path):

@@ -461,7 +461,13 @@ select, button { font-size: 0.95rem; padding: 0.4rem 0.7rem; }
 button { cursor: pointer; border-radius: 0.3rem; border: 1px solid var(--accent); background: transparent; color: inherit; }
 button:hover { background: color-mix(in srgb, var(--accent) 15%, transparent); }
 :focus-visible { outline: 3px solid var(--accent); outline-offset: 2px; }
-table { width: 100%; border-collapse: collapse; }
+table { width: 100%; border-collapse: collapse; table-layout: fixed; }
+/* Fixed column widths: a changed row never makes the browser lay out every other row again. */
+#results th:nth-child(1) { width: 56px; }
+#results th:nth-child(5) { width: 5rem; }
+#results th:nth-child(6), #queue th:nth-child(4) { width: 9rem; }
+#results th:nth-child(7), #queue th:nth-child(5) { width: 11rem; }
+#queue th:nth-child(3) { width: 7rem; }
 th, td { text-align: left; padding: 0.35rem 0.4rem; border-bottom: 1px solid color-mix(in srgb, currentColor 20%, transparent); vertical-align: middle; overflow-wrap: anywhere; }
 td.actions { white-space: nowrap; }
 td { unicode-bidi: isolate; }
