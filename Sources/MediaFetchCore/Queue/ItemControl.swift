@@ -2,7 +2,7 @@ import Synchronization
 
 /// Per-item control of a running pipeline: stops one item's downloads while the others go on.
 ///
-/// The pipeline runs each download of an item through ``perform(_:_:)``. ``hold(_:)`` stops the item's
+/// The pipeline runs each download of an item through it (an internal call). ``hold(_:)`` stops the item's
 /// downloads in flight (their bytes stay in the staging folder, as when a whole run is interrupted) and keeps
 /// the pipeline from starting any for it until ``release(_:)``. Used by ``DownloadQueue``; a batch run has none.
 public final class ItemControl: Sendable {
