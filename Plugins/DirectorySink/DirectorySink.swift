@@ -156,7 +156,10 @@ public final class DirectorySink: Sink {
         let wanted = layout.render(item, asset: asset)
         let path = try names.reserve(wanted).joined(separator: "/")
         let plan = StoragePlan(item: item.ref, asset: asset, relativePath: path)
-        collector.planned(item, as: plan, from: url(for: asset, of: item))
+        // Only the collection's own files read what was planned; without them nothing per item is held.
+        if collection.writesManifest || collection.writesPlaylist {
+            collector.planned(item, as: plan, from: url(for: asset, of: item))
+        }
         return plan
     }
 
