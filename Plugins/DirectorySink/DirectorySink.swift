@@ -156,7 +156,10 @@ public final class DirectorySink: Sink {
         let wanted = layout.render(item, asset: asset)
         let path = try names.reserve(wanted).joined(separator: "/")
         let plan = StoragePlan(item: item.ref, asset: asset, relativePath: path)
-        collector.planned(item, as: plan, from: url(for: asset, of: item))
+        // Only the collection's own files read what was planned; without them nothing per item is held.
+        if collection.writesManifest || collection.writesPlaylist {
+            collector.planned(item, as: plan, from: url(for: asset, of: item))
+        }
         return plan
     }
 
@@ -251,7 +254,8 @@ public final class DirectorySink: Sink {
     public func keep(_ plan: StoragePlan, stored record: StoredRecord) async throws -> Bool {
         guard record.location == plan.relativePath else { return false }
         var info = stat()
-        let path = root.appendingPathComponent(plan.relativePath).path
+        // By string: URL's appendingPathComponent and path cost more than the lstat, once per item of a re-run.
+        let path = (rootPath.hasSuffix("/") ? rootPath : rootPath + "/") + plan.relativePath
         guard lstat(path, &info) == 0, info.st_mode & S_IFMT == S_IFREG, Int64(info.st_size) == record.size
         else { return false }
         collector.kept(plan, record: record)
