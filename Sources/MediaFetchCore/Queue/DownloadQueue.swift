@@ -136,7 +136,7 @@ public final class DownloadQueue: Sendable {
                 state.entries[item.id] = Entry(item: item, download: download)
                 state.order.append(item.id)
             }
-            persist(item, .queued, now: false)
+            persist(item, .queued, now: false, isNew: true)
             publish(download)
             feed.yield(item)
             return download
@@ -347,8 +347,8 @@ public final class DownloadQueue: Sendable {
     /// once; what the run reports (stored, failed) with the next batch, at most 200 ms later: a crash before then
     /// shows such an item queued again, and the ledger, which the sink's commit decides, has it stored. A write that
     /// fails costs only that memory, so the run goes on.
-    private func persist(_ item: MediaItem, _ status: DownloadStatus, now: Bool = true) {
-        store.save(source: sourceName, item: item, state: status == .downloading ? .queued : status)
+    private func persist(_ item: MediaItem, _ status: DownloadStatus, now: Bool = true, isNew: Bool = false) {
+        store.save(source: sourceName, item: item, state: status == .downloading ? .queued : status, isNew: isNew)
         if now { try? store.flush(source: sourceName) } else { try? store.flushIfDue(source: sourceName) }
     }
 

@@ -65,7 +65,7 @@ final class QueueStore: Sendable {
 
     /// Writes waiting for the next batch, in the order they came (a later one for the same item replaces it).
     private struct Pending {
-        var writes: [String: (item: MediaItem, state: DownloadStatus)] = [:]
+        var writes: [String: (item: MediaItem, state: DownloadStatus, isNew: Bool)] = [:]
         var order: [String] = []
         var lastFlush = ContinuousClock.now
     }
@@ -74,11 +74,15 @@ final class QueueStore: Sendable {
     /// A batch is written once it is this old: a transaction per store would cost thousands of commits a run.
     static let batchAge = Duration.milliseconds(200)
 
-    /// Adds or updates a row (a new one goes at the end), written with the next batch.
-    func save(source: String, item: MediaItem, state: DownloadStatus) {
+    /// Adds a row at the end (`isNew`: the item with its record) or records a row's new state, with the next
+    /// batch.
+    func save(source: String, item: MediaItem, state: DownloadStatus, isNew: Bool = false) {
         pending.withLock { pending in
             let key = source + "\u{0}" + item.id
-            if pending.writes.updateValue((item, state), forKey: key) == nil { pending.order.append(key) }
+            let wasNew = pending.writes[key]?.isNew ?? false
+            if pending.writes.updateValue((item, state, isNew || wasNew), forKey: key) == nil {
+                pending.order.append(key)
+            }
         }
     }
 
@@ -90,7 +94,7 @@ final class QueueStore: Sendable {
 
     /// Writes every waiting row in one transaction.
     func flush(source: String) throws {
-        let batch: [(MediaItem, DownloadStatus)] = pending.withLock { pending in
+        let batch = pending.withLock { pending in
             defer {
                 pending.writes.removeAll()
                 pending.order.removeAll()
@@ -99,22 +103,34 @@ final class QueueStore: Sendable {
             return pending.order.compactMap { pending.writes[$0] }
         }
         guard !batch.isEmpty else { return }
+        // Only a new row carries the item's record: a change of state does not encode it again.
         let encoder = JSONEncoder()
-        let rows = try batch.map { item, state in
-            (item, state, String(decoding: try encoder.encode(item), as: UTF8.self))
+        let records = try batch.map { write in
+            write.isNew ? String(decoding: try encoder.encode(write.item), as: UTF8.self) : nil
         }
         let now = Date().timeIntervalSince1970
         try database.withLock { database in
             try database.transaction {
-                let statement = try database.cached(
+                var position = Int64(
+                    try database.cached("SELECT COALESCE(MAX(position), 0) FROM queue").rows { $0.int(0) }.first ?? 0)
+                let insert = try database.cached(
                     """
-                    INSERT INTO queue (source, item_id, position, state, item, updated_at)
-                    VALUES (?, ?, (SELECT COALESCE(MAX(position), 0) + 1 FROM queue), ?, ?, ?)
+                    INSERT INTO queue (source, item_id, position, state, item, updated_at) VALUES (?, ?, ?, ?, ?, ?)
                     ON CONFLICT (source, item_id) DO UPDATE SET state = excluded.state, item = excluded.item,
                         updated_at = excluded.updated_at
                     """)
-                for (item, state, json) in rows {
-                    try statement.run([.text(source), .text(item.id), .text(state.rawValue), .text(json), .real(now)])
+                let update = try database.cached(
+                    "UPDATE queue SET state = ?, updated_at = ? WHERE source = ? AND item_id = ?")
+                for (write, record) in zip(batch, records) {
+                    if let record {
+                        position += 1
+                        try insert.run([
+                            .text(source), .text(write.item.id), .integer(position), .text(write.state.rawValue),
+                            .text(record), .real(now),
+                        ])
+                    } else {
+                        try update.run([.text(write.state.rawValue), .real(now), .text(source), .text(write.item.id)])
+                    }
                 }
             }
         }
