@@ -234,7 +234,8 @@ public final class Ledger: Sendable {
     /// Writes this run queued and has not committed yet are not seen.
     public func committedEntry(_ key: LedgerKey) throws -> LedgerEntry? {
         try database.withLock { database in
-            try database.cached(Self.select + " WHERE source = ? AND item_id = ? AND asset = ?")
+            try database.beginSharedRead()
+            return try database.cached(Self.select + " WHERE source = ? AND item_id = ? AND asset = ?")
                 .rows(key.values, Self.read).first
         }
     }
@@ -279,6 +280,7 @@ public final class Ledger: Sendable {
         // The connection is held first, so no batch can be committed between the look at the queue and the query.
         try database.withLock { database in
             if let queued = queue.withLock({ $0.runKeys[RunKeyID(scope: scope, key: key)] }) { return .some(queued) }
+            try database.beginSharedRead()
             let rows = try database.cached("SELECT value FROM run_keys WHERE scope = ? AND key = ?")
                 .rows([.text(scope), .text(key)]) { $0.text(0) }
             return rows.first.map { .some($0) } ?? nil
