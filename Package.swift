@@ -34,6 +34,7 @@ let package = Package(
         .library(name: "MediaFetchCore", targets: ["MediaFetchCore"]),
         .library(name: "MediaFetchCLI", targets: ["MediaFetchCLI"]),
         .library(name: "MediaFetchTesting", targets: ["MediaFetchTesting"]),
+        .library(name: "MediaFetchServe", targets: ["MediaFetchServe"]),
     ] + bundledPlugins.map { .library(name: $0, targets: [$0]) },
     targets: [
         .systemLibrary(
@@ -73,6 +74,13 @@ let package = Package(
             pkgConfig: "libxml-2.0",
             providers: [.apt(["libxml2-dev"])]
         ),
+        // libmicrohttpd, the HTTP server of `mediafetch serve` (one thread per connection; chunked streams for SSE).
+        .systemLibrary(
+            name: "CMicroHTTPD",
+            path: "Sources/CMicroHTTPD",
+            pkgConfig: "libmicrohttpd",
+            providers: [.apt(["libmicrohttpd-dev"])]
+        ),
         .target(name: "MediaFetchCore", dependencies: ["CYAML", "CCrypto", "CSQLite", "CLinux"], swiftSettings: strict),
         plugin("ITunesSource"),
         plugin("URLListSource"),
@@ -85,11 +93,16 @@ let package = Package(
         plugin("S3Sink", dependencies: ["CCrypto"]),
         .target(name: "MediaFetchTesting", dependencies: ["MediaFetchCore"], swiftSettings: strict),
         .target(
+            name: "MediaFetchServe",
+            dependencies: ["MediaFetchCore", "CMicroHTTPD", "ITunesSource"],
+            swiftSettings: strict
+        ),
+        .target(
             name: "MediaFetchCLI",
             dependencies: [
                 "MediaFetchCore", "MediaFetchTesting",
                 "ITunesSource", "URLListSource", "PodcastSource", "FoundationTransport", "CurlTransport",
-                "DirectorySink", "ArchiveSink", "ExecPlugins", "S3Sink",
+                "DirectorySink", "ArchiveSink", "ExecPlugins", "S3Sink", "MediaFetchServe",
             ],
             swiftSettings: strict
         ),
@@ -175,6 +188,12 @@ let package = Package(
                 "MediaFetchCore", "MediaFetchTesting", "ITunesSource", "FoundationTransport", "CurlTransport",
                 "DirectorySink", "ArchiveSink", "S3Sink",
             ],
+            swiftSettings: strict
+        ),
+        .testTarget(
+            name: "MediaFetchServeTests",
+            dependencies: ["MediaFetchServe", "MediaFetchCLI", "mediafetch", "MediaFetchCore", "MediaFetchTesting"],
+            exclude: ["browser"],
             swiftSettings: strict
         ),
         .testTarget(

@@ -59,7 +59,6 @@ public struct ITunesSource: Source {
     static let lookupBatch = 50
 
     public func run(_ context: SourceContext, emit: @Sendable (SourceOutput) async throws -> Void) async throws {
-        var seen = Set<String>()
         var produced = 0
         var toldOfWholeEpisodes = false
 
@@ -69,7 +68,8 @@ public struct ITunesSource: Source {
             for output in outputs {
                 guard produced < configuration.maxItems else { break }
                 if case .item(let item) = output {
-                    guard seen.insert(item.id).inserted else {
+                    // Pages come one at a time, as the run takes their items; the ids seen are in the run's ledger.
+                    guard try context.firstOccurrence(of: item.id, at: "") == nil else {
                         try await emit(.skipped(item.ref, reason: "duplicate of an earlier result (same track id)"))
                         continue
                     }
@@ -166,7 +166,8 @@ public struct ITunesSource: Source {
             case 400:
                 throw SourceError(
                     "iTunes API rejected the query (HTTP 400): \(Self.errorMessage(response)); check the "
-                        + "source's media, entity, attribute and country: \(url.absoluteString)")
+                        + "source's media, entity, attribute and country: \(url.absoluteString)",
+                    cause: TransportError(.httpStatus(400), url: url))
             default:
                 throw SourceError(
                     "iTunes API answered HTTP \(response.status) for \(url.absoluteString): "

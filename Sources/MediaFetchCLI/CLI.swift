@@ -23,7 +23,11 @@ public enum CLI {
                 + "search the iTunes catalog and print what it finds"
         ),
         ("check", "check CONFIG [--set KEY=VALUE]...: validate a config and print the resolved pipeline"),
-        ("status", "status CONFIG [--json]: what the ledger records: stored, verified, partial, failed, pending"),
+        (
+            "status",
+            "status CONFIG [--json] [--follow]: what the ledger records: stored, verified, partial, failed, pending "
+                + "(--follow: redrawn until the run ends)"
+        ),
         ("clean", "clean CONFIG [--all]: discard partial downloads (with --all, the ledger too)"),
         ("plugins", "plugins [--markdown]: list every plugin with its options and defaults"),
         (
@@ -31,6 +35,11 @@ public enum CLI {
             "demo [--config PATH] [--set KEY=VALUE]... [--quiet]: the offline demo, from any folder: the built-in "
                 + "demo config (config/demo.yaml is its copy) against the bundled mock catalog; writes demo-output/ "
                 + "under the current folder"
+        ),
+        (
+            "serve",
+            "serve [CONFIG] [--port N] [--listen ADDR] [--token T]: a web app and JSON API to search, queue, pause, "
+                + "resume, cancel and play downloads"
         ),
         ("mock-server", "mock-server [--port N]: serve the mock iTunes catalog on loopback until interrupted"),
     ]
@@ -76,11 +85,12 @@ public enum CLI {
             case "run": return try await RunCommand.run(words, registry: registry)
             case "search": return try await SearchCommand.run(words)
             case "check": return try CheckCommand.run(words, registry: registry)
-            case "status": return try StatusCommand.run(words, registry: registry)
+            case "status": return try await StatusCommand.run(words, registry: registry)
             case "clean": return try await CleanCommand.run(words, registry: registry)
             case "plugins": return try PluginsCommand.run(words, registry: registry)
             case "demo": return try await DemoCommand.run(words, registry: registry)
             case "mock-server": return try await MockServerCommand.run(words)
+            case "serve": return try await ServeCommand.run(words, registry: registry)
             default:
                 var message = "unknown command \"\(command)\""
                 if let near = ConfigLoader.nearest(command, in: commands.map(\.name)) {
@@ -126,6 +136,7 @@ public enum CLI {
         case "plugins": PluginsCommand.help
         case "demo": DemoCommand.help
         case "mock-server": MockServerCommand.help
+        case "serve": ServeCommand.help
         default: nil
         }
     }

@@ -4,26 +4,48 @@ import MediaFetchCore
 /// `mediafetch status CONFIG`: what the ledger knows, without touching the network.
 enum StatusCommand {
     static let help = """
-        Usage: mediafetch status CONFIG [--set KEY=VALUE]... [--json]
+        Usage: mediafetch status CONFIG [--set KEY=VALUE]... [--json] [--follow]
 
         Lists what the config's ledger records: stored, verified (downloaded and checked, kept until an archive
         that holds it is committed; the next run stores it without fetching it), partial (with how much is
-        there), failed (with the reason) and pending items. --json prints every entry as JSON.
+        there), failed (with the reason) and pending items, and the queue of `mediafetch serve` when it has one.
+        --json prints every entry as JSON.
+        --follow redraws the status twice a second while a run (batch or serve) holds the state directory, and
+        ends with the last status once it has finished (Ctrl-C ends it sooner).
         """
 
-    static func run(_ words: [String], registry: PluginRegistry) throws -> Int32 {
-        let arguments = try Arguments(words, valued: ["--set"], bare: ["--json"])
+    static func run(_ words: [String], registry: PluginRegistry) async throws -> Int32 {
+        let arguments = try Arguments(words, valued: ["--set"], bare: ["--json", "--follow"])
         guard arguments.positional.count == 1 else { throw UsageError("status takes one CONFIG file") }
         let spec = try ConfigLoader.load(
             path: arguments.positional[0], overrides: arguments.all("--set"), registry: registry)
-        guard FileManager.default.fileExists(atPath: spec.stateDirectory.appendingPathComponent(Ledger.fileName).path)
-        else {
+        if arguments.has("--follow") {
+            guard !arguments.has("--json") else { throw UsageError("--follow redraws text; leave out --json") }
+            await follow(spec)
+            return CLI.ExitCode.success
+        }
+        guard let entries = try read(spec) else {
             print(arguments.has("--json") ? "[]" : "nothing recorded yet: \(spec.configPath) has not been run")
             return CLI.ExitCode.success
         }
+        if arguments.has("--json") {
+            RunCommand.printJSON(entries.map(StatusEntry.init))
+            return CLI.ExitCode.success
+        }
+        print(
+            "(the ledger learns of an item when its download starts: items the source has not produced yet "
+                + "are not listed)")
+        print(render(entries, queue: (try? DownloadQueue.recordedStatuses(stateDirectory: spec.stateDirectory)) ?? []))
+        return CLI.ExitCode.success
+    }
+
+    /// The ledger's entries, with the staging files' sizes; nil when the config has not been run.
+    static func read(_ spec: PipelineSpec) throws -> [LedgerEntry]? {
+        guard FileManager.default.fileExists(atPath: spec.stateDirectory.appendingPathComponent(Ledger.fileName).path)
+        else { return nil }
         let ledger = try Ledger(directory: spec.stateDirectory)
         let staging = Pipeline.stagingDirectory(state: spec.stateDirectory)
-        let entries = try ledger.entries().map { entry in
+        return try ledger.entries().map { entry in
             var entry = entry
             // After a crash the staging file knows better than the ledger how much arrived.
             if entry.status != .stored {
@@ -35,30 +57,66 @@ enum StatusCommand {
             }
             return entry
         }
-        if arguments.has("--json") {
-            RunCommand.printJSON(entries.map(StatusEntry.init))
-            return CLI.ExitCode.success
-        }
-        print(
-            "(the ledger learns of an item when its download starts: items the source has not produced yet "
-                + "are not listed)")
+    }
+
+    static func render(_ entries: [LedgerEntry], queue: [DownloadStatus]) -> String {
+        var lines: [String] = []
         for status in LedgerStatus.allCases {
             let group = entries.filter { $0.status == status }
-            print("\(status.rawValue): \(group.count)")
+            lines.append("\(status.rawValue): \(group.count)")
             guard status != .stored else { continue }
             for entry in group {
-                var line = "  \(entry.title) [\(entry.key.itemID)] \(entry.key.asset.rawValue)"
+                var line = "  \(ItemRef.printable(entry.title)) [\(entry.key.itemID)] \(entry.key.asset.rawValue)"
                 if let expected = entry.expectedBytes, expected > 0, status != .failed {
                     let percent = Double(entry.receivedBytes) * 100 / Double(expected)
                     line += String(format: " %.0f%%", percent) + " of \(Reporter.formatBytes(expected))"
                 } else if entry.receivedBytes > 0 {
                     line += " \(Reporter.formatBytes(entry.receivedBytes)) kept"
                 }
-                if let reason = entry.reason, status == .failed { line += ": \(reason)" }
-                print(line)
+                if let reason = entry.reason, status == .failed { line += ": \(ItemRef.printable(reason))" }
+                lines.append(line)
             }
         }
-        return CLI.ExitCode.success
+        if !queue.isEmpty {
+            let counts = DownloadStatus.all.map { status in "\(queue.filter { $0 == status }.count) \(status)" }
+            lines.append("serve queue: \(queue.count) items: " + counts.joined(separator: ", "))
+        }
+        return lines.joined(separator: "\n")
+    }
+
+    /// Redraws until no run holds the state directory (its lock file names a process that is gone), then prints
+    /// the last status. On a terminal the screen is redrawn in place; elsewhere a status is printed when it changed.
+    static func follow(_ spec: PipelineSpec) async {
+        let terminal = isatty(STDOUT_FILENO) == 1
+        _ = await SignalWatcher().run { () -> Bool in
+            var shown = ""
+            while !Task.isCancelled {
+                let running = runHolder(spec.stateDirectory)
+                let entries = (try? read(spec)) ?? nil
+                let queue = (try? DownloadQueue.recordedStatuses(stateDirectory: spec.stateDirectory)) ?? []
+                var text = entries.map { render($0, queue: queue) } ?? "nothing recorded yet"
+                text +=
+                    "\n"
+                    + (running.map { "a run is going on (process \($0)); following, Ctrl-C to stop" }
+                        ?? "no run is going on: this is the last status")
+                if text != shown {
+                    FileHandle.standardOutput.write(Data(((terminal ? "\u{1B}[H\u{1B}[2J" : "\n") + text + "\n").utf8))
+                    shown = text
+                }
+                if running == nil { break }
+                try? await Task.sleep(for: .milliseconds(500))
+            }
+            return true
+        }
+    }
+
+    /// The process id of the run holding `state`, when one does: the lock file holds the last holder's id,
+    /// and the process must still exist. (Taking the lock to look would make a run starting that moment fail.)
+    static func runHolder(_ state: URL) -> Int32? {
+        guard let text = try? String(contentsOf: state.appendingPathComponent("lock"), encoding: .utf8),
+            let pid = Int32(text.trimmingCharacters(in: .whitespacesAndNewlines)), pid > 0
+        else { return nil }
+        return kill(pid, 0) == 0 || errno == EPERM ? pid : nil
     }
 }
 

@@ -12,6 +12,9 @@ public struct MockCatalog: Sendable {
     let recordedMedia: [String: RecordedMedia]
     /// The recorded artwork, by its served path with the size part set to `0x0bb`.
     let recordedArtwork: Set<String>
+    /// Whether the previews are real AAC audio (``MockAudio``) that a browser can play, rather than generated
+    /// bytes of the preview's size behind an `ftyp` box.
+    public let servesRealAudio: Bool
 
     private let indexByTrackId: [Int: Int]
     /// Lower-cased artist, album and title per song, so a search does not lower-case 800 strings each time.
@@ -19,7 +22,10 @@ public struct MockCatalog: Sendable {
 
     /// A catalog of exactly `songs`, and `recorded` answers for other searches. A later song with an already
     /// used `trackId` is dropped, so that ids stay unique whatever a test passes.
-    public init(songs: [MockSong], recorded: [MockRecordedAnswer] = []) {
+    /// With `servesRealAudio`, each preview is one of ``MockAudio``'s few-KB AAC files (chosen by track id), so
+    /// that a page's audio element plays it; sizes are then theirs, not ``MockSong/previewSize``.
+    public init(songs: [MockSong], recorded: [MockRecordedAnswer] = [], servesRealAudio: Bool = false) {
+        self.servesRealAudio = servesRealAudio
         var kept: [MockSong] = []
         var index: [Int: Int] = [:]
         for song in songs where index[song.trackId] == nil {
@@ -77,7 +83,13 @@ public struct MockCatalog: Sendable {
 
     /// The whole preview file of `song` as the server sends it, for byte-equality assertions.
     public func previewBytes(for song: MockSong) -> [UInt8] {
-        MockCatalog.previewContent(for: song).bytes(in: 0..<song.previewSize)
+        let content = previewContent(for: song)
+        return content.bytes(in: 0..<content.count)
+    }
+
+    /// The same songs, answers and search, with real AAC previews (see ``init(songs:recorded:servesRealAudio:)``).
+    public func withRealAudio() -> MockCatalog {
+        MockCatalog(songs: songs, recorded: recorded, servesRealAudio: true)
     }
 
     /// The artwork file at `size`×`size` of `song`'s album as the server sends it.
@@ -100,8 +112,11 @@ public struct MockCatalog: Sendable {
         0x00, 0x01, 0x00, 0x00,
     ]
 
-    static func previewContent(for song: MockSong) -> MockContent {
-        MockContent(size: song.previewSize, seed: UInt64(bitPattern: Int64(song.trackId)), prefix: m4aHeader)
+    func previewContent(for song: MockSong) -> MockContent {
+        if servesRealAudio {
+            return MockContent(bytes: MockAudio.previews[song.trackId % MockAudio.previews.count])
+        }
+        return MockContent(size: song.previewSize, seed: UInt64(bitPattern: Int64(song.trackId)), prefix: Self.m4aHeader)
     }
 
     /// Small and deterministic per album and size, growing with the size so that 600x600 is bigger than 100x100.

@@ -171,7 +171,7 @@ final class MockServerCore: Sendable {
         }
         let catalog = api.catalog
         if let song = catalog.song(previewPath: request.path) {
-            return .file(MockFile(content: MockCatalog.previewContent(for: song), contentType: "audio/x-m4a"))
+            return .file(MockFile(content: catalog.previewContent(for: song), contentType: "audio/x-m4a"))
         }
         if let file = catalog.recordedFile(path: request.path) {
             return .file(file)

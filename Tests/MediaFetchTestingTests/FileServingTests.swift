@@ -171,3 +171,26 @@ struct FileServingTests {
         #expect(both.status == 200)
     }
 }
+
+@Suite("Real audio previews")
+struct RealAudioTests {
+    @Test("a catalog that serves real audio answers each preview with a small AAC file in M4A, with Range")
+    func realAudio() throws {
+        let server = try MockCatalogServer(catalog: MockCatalog.standard.withRealAudio())
+        let song = server.catalog.songs[7]
+        let client = try RawHTTPClient(port: server.port)
+        let response = try client.request(song.previewPath)
+        let expected = server.catalog.previewBytes(for: song)
+        #expect(response.status == 200)
+        #expect(response.body == expected)
+        #expect((4_000...40_000).contains(expected.count))
+        #expect(Array(expected[4..<11]) == Array("ftypM4A".utf8))
+        // An AAC track: the sample description names mp4a.
+        let text = String(decoding: expected.map { $0 < 0x80 ? $0 : 0x3F }, as: UTF8.self)
+        #expect(text.contains("mp4a"))
+        #expect(server.contentSize(path: song.previewPath) == Int64(expected.count))
+        let part = try client.request(song.previewPath, headers: ["Range: bytes=10-19"])
+        #expect(part.status == 206)
+        #expect(part.body == Array(expected[10..<20]))
+    }
+}
