@@ -51,7 +51,7 @@ public struct Runner: Sendable {
         let lock = try StateLock(directory: spec.stateDirectory)
         defer { withExtendedLifetime(lock) {} }
         let parts = try PipelineParts(spec: spec, registry: registry)
-        let ledger = try Ledger(directory: spec.stateDirectory)
+        let ledger = try spec.openLedger(registry: registry)
         do {
             try await parts.sink.prepare()
         } catch {

@@ -306,7 +306,7 @@ public final class Ledger: Sendable {
     // MARK: Source state
 
     /// The value `source` stored under `key` (``SourceState``), or nil.
-    func sourceValue(source: String, key: String) throws -> Data? {
+    public func sourceValue(source: String, key: String) throws -> Data? {
         try database.withLock { database in
             let select = "SELECT rowid, length(value) FROM source_state WHERE source = ? AND key = ?"
             let found = try database.cached(select).rows([.text(source), .text(key)]) {
@@ -321,7 +321,7 @@ public final class Ledger: Sendable {
 
     /// Writes `values` for `source` in one transaction, written through at once (not queued): a nil value
     /// removes its key.
-    func setSourceValues(source: String, _ values: [(key: String, value: Data?)]) throws {
+    public func setSourceValues(source: String, _ values: [(key: String, value: Data?)]) throws {
         try database.withLock { database in
             let now = Date().timeIntervalSince1970
             try database.transaction {
@@ -601,6 +601,24 @@ public struct LedgerEntry: Sendable, Hashable {
     public var attempts: Int
     public var location: String?
     public var updatedAt: Date
+
+    public init(
+        key: LedgerKey, title: String, url: String, validator: Validator?, expectedBytes: Int64?, receivedBytes: Int64,
+        sha256: String?, status: LedgerStatus, reason: String?, attempts: Int, location: String?, updatedAt: Date
+    ) {
+        self.key = key
+        self.title = title
+        self.url = url
+        self.validator = validator
+        self.expectedBytes = expectedBytes
+        self.receivedBytes = receivedBytes
+        self.sha256 = sha256
+        self.status = status
+        self.reason = reason
+        self.attempts = attempts
+        self.location = location
+        self.updatedAt = updatedAt
+    }
 
     /// What the sink was told, when the entry is stored.
     public var storedRecord: StoredRecord? {

@@ -22,7 +22,7 @@ public struct Pipeline: Sendable {
         /// The source's plugin name: with an item's id it keys the ledger.
         public var sourceName: String
         /// The memory between runs; without one every run starts from nothing.
-        public var ledger: Ledger?
+        public var ledger: (any RunLedger)?
         /// Ignore what the ledger says is stored or partial, and fetch everything again.
         public var refetch: Bool
         /// Retries, limits and the failure budget.
@@ -33,7 +33,7 @@ public struct Pipeline: Sendable {
             stagingDirectory: URL,
             progressInterval: Duration = .milliseconds(250),
             sourceName: String = "source",
-            ledger: Ledger? = nil,
+            ledger: (any RunLedger)? = nil,
             refetch: Bool = false,
             policy: DownloadPolicy = DownloadPolicy()
         ) {

@@ -11,7 +11,7 @@ struct UncommittedStore: Sendable {
 /// What the workers of one run share: the tally, the events, the ledger's batching, and the
 /// stores an archive sink has not committed yet.
 final class RunState: Sendable {
-    let ledger: Ledger?
+    let ledger: (any RunLedger)?
     let events: @Sendable (PipelineEvent) -> Void
     let tally = Mutex(RunSummary())
     private let uncommitted = Mutex<[UncommittedStore]>([])
@@ -29,7 +29,7 @@ final class RunState: Sendable {
     let underWay: Slots
 
     init(
-        ledger: Ledger?, events: @escaping @Sendable (PipelineEvent) -> Void, transfers: Int, stagingFolder: String
+        ledger: (any RunLedger)?, events: @escaping @Sendable (PipelineEvent) -> Void, transfers: Int, stagingFolder: String
     ) {
         self.ledger = ledger
         self.events = events
