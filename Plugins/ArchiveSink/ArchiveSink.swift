@@ -35,8 +35,10 @@ public final class ArchiveSink: Sink {
     public let configuration: ArchiveSinkConfiguration
     private let owner: ArchiveOwner
     private let collector: CollectionCollector
-    /// Plan-order naming state; plans come one at a time but the sink must be `Sendable`.
-    private let reserver = Mutex(NameReserver.reservingCollectionFiles())
+    /// Plan-order names; in the run's ledger under a pipeline.
+    private let names = PathReserver.reservingCollectionFiles()
+
+    public var pathReserver: PathReserver? { names }
 
     public init(configuration: ArchiveSinkConfiguration) {
         self.configuration = configuration
@@ -64,7 +66,7 @@ public final class ArchiveSink: Sink {
     /// - Throws: ``SinkError`` when the format cannot hold the name (ustar's 255 bytes).
     public func plan(_ item: MediaItem, asset: AssetKind) async throws -> StoragePlan {
         let wanted = configuration.layout.render(item, asset: asset)
-        let path = reserver.withLock { $0.reserve(wanted) }.joined(separator: "/")
+        let path = try names.reserve(wanted).joined(separator: "/")
         if let refusal = configuration.format.refusal(of: path) {
             throw SinkError("cannot store \(item.ref) as \(path) in \(configuration.path.path): \(refusal)")
         }

@@ -9,7 +9,7 @@ final class CurlEasy {
     /// The `CURL *`; never nil once `init` returned.
     let handle: UnsafeMutableRawPointer
     /// The URL the transfer is for: every error names it.
-    let url: URL
+    private(set) var url: URL
     private let errorBuffer: UnsafeMutablePointer<CChar>
 
     init(url: URL) throws(TransportError) {
@@ -33,10 +33,24 @@ final class CurlEasy {
         errorBuffer.deallocate()
     }
 
+    /// Makes a finished handle new for `url` (`curl_easy_reset`: every option back to its default, the handle's
+    /// allocations kept), so that a run of small files does not build and free a handle per file.
+    func reuse(for url: URL) throws(TransportError) {
+        curl_easy_reset(handle)
+        self.url = url
+        errorBuffer[0] = 0
+        try check(mf_easy_setopt_pointer(handle, CURLOPT_ERRORBUFFER, errorBuffer), "CURLOPT_ERRORBUFFER")
+    }
+
     // MARK: Options
 
     func set(_ option: CURLoption, _ value: Int, _ name: String) throws(TransportError) {
         try check(mf_easy_setopt_long(handle, option, value), name)
+    }
+
+    /// `CURLOPT_BUFFERSIZE`, answering libcurl's code instead of throwing (a reused handle may refuse it).
+    func set(bufferSize: Int) -> CURLcode {
+        mf_easy_setopt_long(handle, CURLOPT_BUFFERSIZE, bufferSize)
     }
 
     func set(_ option: CURLoption, _ value: Bool, _ name: String) throws(TransportError) {

@@ -113,6 +113,8 @@ public final class CurlTransport: Transport {
     }
 
     private let picking = Mutex(())
+    /// Easy handles of finished transfers, for the next ones.
+    private let handles = CurlHandlePool()
 
     /// The engine with the fewest transfers for its connections, reserved for one more: picking and
     /// counting in one step, so that transfers started together spread out.
@@ -143,6 +145,8 @@ public final class CurlTransport: Transport {
             easy: easy, headerList: try CurlHeaderList(headers, url: request.url),
             body: .buffer(limit: request.maxBodyBytes, head: request.method == .head),
             maxRedirects: configuration.maxRedirects)
+        // Out of the engine once perform returns or throws, whatever the outcome: the next transfer may have it.
+        defer { handles.give(easy) }
         try await reserveEngine().perform(transfer)
         return HTTPResponse(
             status: transfer.status, headers: transfer.headers,
@@ -168,6 +172,8 @@ public final class CurlTransport: Transport {
         let transfer = try CurlTransfer(
             easy: easy, headerList: list, body: .upload(source, limit: request.maxResponseBytes, progress: progress),
             maxRedirects: 0)
+        // Out of the engine once perform returns or throws, whatever the outcome: the next transfer may have it.
+        defer { handles.give(easy) }
         try await reserveEngine().perform(transfer)
         return HTTPResponse(
             status: transfer.status, headers: transfer.headers, url: easy.effectiveURL ?? request.url,
@@ -191,6 +197,8 @@ public final class CurlTransport: Transport {
         let transfer = try CurlTransfer(
             easy: easy, headerList: try CurlHeaderList(headers, url: request.url),
             body: .file(request, progress: progress), maxRedirects: configuration.maxRedirects, limiter: limiter)
+        // Out of the engine once perform returns or throws, whatever the outcome: the next transfer may have it.
+        defer { handles.give(easy) }
         try await reserveEngine().perform(transfer)
         let written = transfer.file?.written ?? 0
         let base = transfer.file?.base ?? 0
@@ -202,7 +210,13 @@ public final class CurlTransport: Transport {
 
     /// An easy handle with the options every request shares: the safety settings first.
     private func makeEasy(url: URL, timeout: Duration?) throws(TransportError) -> CurlEasy {
-        let easy = try CurlEasy(url: url)
+        var easy = try handles.take(for: url)
+        if easy.set(bufferSize: Self.bufferSize) != CURLE_OK {
+            // libcurl 7.88 keeps the receive buffer of a transfer that failed, and then refuses a new size for it:
+            // such a handle is not reused.
+            easy = try CurlEasy(url: url)
+            try easy.set(CURLOPT_BUFFERSIZE, Self.bufferSize, "CURLOPT_BUFFERSIZE")
+        }
         try easy.set(CURLOPT_URL, url.absoluteString, "CURLOPT_URL")
         // Only http and https, redirects included: a Location pointing at file:// or ftp:// fails the transfer.
         try easy.set(CURLOPT_PROTOCOLS_STR, "http,https", "CURLOPT_PROTOCOLS_STR")
@@ -215,7 +229,6 @@ public final class CurlTransport: Transport {
         try easy.set(CURLOPT_NOSIGNAL, true, "CURLOPT_NOSIGNAL")
         try easy.set(CURLOPT_SSL_VERIFYPEER, true, "CURLOPT_SSL_VERIFYPEER")
         try easy.set(CURLOPT_SSL_VERIFYHOST, 2, "CURLOPT_SSL_VERIFYHOST")
-        try easy.set(CURLOPT_BUFFERSIZE, Self.bufferSize, "CURLOPT_BUFFERSIZE")
         try easy.set(CURLOPT_TIMEOUT_MS, Self.milliseconds(timeout ?? configuration.timeout), "CURLOPT_TIMEOUT_MS")
         try easy.set(
             CURLOPT_CONNECTTIMEOUT_MS, Self.milliseconds(configuration.connectTimeout),
@@ -246,5 +259,32 @@ public final class CurlTransport: Transport {
     static func milliseconds(_ duration: Duration) -> Int {
         let components = duration.components
         return Int(components.seconds) * 1000 + Int(components.attoseconds / 1_000_000_000_000_000)
+    }
+}
+
+/// Easy handles waiting for their next transfer (at most ``limit``; the rest are freed).
+///
+/// `@unchecked Sendable`: a handle is either in ``idle``, behind the lock, or owned by the one transfer that
+/// took it, never both; the engine thread is done with a handle before ``give(_:)`` is called.
+final class CurlHandlePool: @unchecked Sendable {
+    static let limit = 64
+    private let lock = NSLock()
+    private var idle: [CurlEasy] = []
+
+    /// A handle set up for `url`: a finished one reset, or a new one.
+    func take(for url: URL) throws(TransportError) -> CurlEasy {
+        lock.lock()
+        let easy = idle.popLast()
+        lock.unlock()
+        guard let easy else { return try CurlEasy(url: url) }
+        try easy.reuse(for: url)
+        return easy
+    }
+
+    /// Keeps a handle whose transfer is over for a later ``take(for:)``.
+    func give(_ easy: CurlEasy) {
+        lock.lock()
+        defer { lock.unlock() }
+        if idle.count < Self.limit { idle.append(easy) }
     }
 }

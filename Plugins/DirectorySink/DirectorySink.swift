@@ -68,9 +68,10 @@ public final class DirectorySink: Sink {
     /// Whether files and folders are flushed to disk as they are stored (the `sync` option).
     public let sync: Bool
     private let collector: CollectionCollector
-    /// Plan-order state; plan calls come one at a time, but the sink must be `Sendable` and `store` runs
-    /// on other tasks, so the reserver lives behind a lock rather than in an actor hop.
-    private let reserver: Mutex<NameReserver>
+    /// Plan-order names (locked inside, as `store` runs on other tasks); in the run's ledger under a pipeline.
+    private let names: PathReserver
+
+    public var pathReserver: PathReserver? { names }
     /// Decided on the first store that flushes, once the root exists.
     private let flusher = Mutex(FlushChoice.undecided)
     /// What group flushing calls: `syncfs`, `fsync` of a folder, and `fstatfs`'s type (tests replace them).
@@ -117,7 +118,7 @@ public final class DirectorySink: Sink {
         self.sync = sync
         self.collector = CollectionCollector(options: collection)
         // The collection's own file names are taken even when not written, so no item ever changes name.
-        self.reserver = Mutex(NameReserver.reservingCollectionFiles())
+        self.names = PathReserver.reservingCollectionFiles()
     }
 
     /// The factory: reads `path` and `layout` from validated options.
@@ -153,9 +154,12 @@ public final class DirectorySink: Sink {
     /// Renders the layout and reserves a unique name; deterministic in call order.
     public func plan(_ item: MediaItem, asset: AssetKind) async throws -> StoragePlan {
         let wanted = layout.render(item, asset: asset)
-        let path = reserver.withLock { $0.reserve(wanted) }.joined(separator: "/")
+        let path = try names.reserve(wanted).joined(separator: "/")
         let plan = StoragePlan(item: item.ref, asset: asset, relativePath: path)
-        collector.planned(item, as: plan, from: url(for: asset, of: item))
+        // Only the collection's own files read what was planned; without them nothing per item is held.
+        if collection.writesManifest || collection.writesPlaylist {
+            collector.planned(item, as: plan, from: url(for: asset, of: item))
+        }
         return plan
     }
 
@@ -250,7 +254,8 @@ public final class DirectorySink: Sink {
     public func keep(_ plan: StoragePlan, stored record: StoredRecord) async throws -> Bool {
         guard record.location == plan.relativePath else { return false }
         var info = stat()
-        let path = root.appendingPathComponent(plan.relativePath).path
+        // By string: URL's appendingPathComponent and path cost more than the lstat, once per item of a re-run.
+        let path = (rootPath.hasSuffix("/") ? rootPath : rootPath + "/") + plan.relativePath
         guard lstat(path, &info) == 0, info.st_mode & S_IFMT == S_IFREG, Int64(info.st_size) == record.size
         else { return false }
         collector.kept(plan, record: record)

@@ -26,8 +26,10 @@ public final class ExecSink: Sink {
     /// Whether every store request carries the file's SHA-256.
     public let sendsDigests: Bool
     private let connection: SinkConnection
-    /// Plan-order state: plan calls come one at a time, and the lock makes the sink `Sendable`.
-    private let reserver = Mutex(NameReserver())
+    /// Plan-order names; in the run's ledger under a pipeline.
+    private let names = PathReserver()
+
+    public var pathReserver: PathReserver? { names }
 
     /// - Parameters:
     ///   - sendsDigests: compute every file's SHA-256 for the store request, even where the run checks sizes
@@ -77,7 +79,7 @@ public final class ExecSink: Sink {
                 answer.failure(
                     "expected \"path\" to be a relative path such as Artist/Title.m4a, got \(Quoted(wanted))"))
         }
-        let path = reserver.withLock { $0.reserve(safe) }.joined(separator: "/")
+        let path = try names.reserve(safe).joined(separator: "/")
         return StoragePlan(item: item.ref, asset: asset, relativePath: path)
     }
 

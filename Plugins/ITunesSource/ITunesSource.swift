@@ -59,7 +59,6 @@ public struct ITunesSource: Source {
     static let lookupBatch = 50
 
     public func run(_ context: SourceContext, emit: @Sendable (SourceOutput) async throws -> Void) async throws {
-        var seen = Set<String>()
         var produced = 0
         var toldOfWholeEpisodes = false
 
@@ -69,7 +68,8 @@ public struct ITunesSource: Source {
             for output in outputs {
                 guard produced < configuration.maxItems else { break }
                 if case .item(let item) = output {
-                    guard seen.insert(item.id).inserted else {
+                    // Pages come one at a time, as the run takes their items; the ids seen are in the run's ledger.
+                    guard try context.firstOccurrence(of: item.id, at: "") == nil else {
                         try await emit(.skipped(item.ref, reason: "duplicate of an earlier result (same track id)"))
                         continue
                     }

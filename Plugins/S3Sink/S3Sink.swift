@@ -31,7 +31,10 @@ public final class S3Sink: Sink {
     public let configuration: S3Configuration
     public let client: S3Client
     private let collector: CollectionCollector
-    private let reserver: Mutex<NameReserver>
+    /// Plan-order names; in the run's ledger under a pipeline.
+    private let names: PathReserver
+
+    public var pathReserver: PathReserver? { names }
     private let preparation = Preparation()
 
     /// - Parameters:
@@ -45,7 +48,7 @@ public final class S3Sink: Sink {
         self.configuration = configuration
         client = S3Client(configuration: configuration, transport: transport, policy: policy, clock: clock)
         collector = CollectionCollector(options: configuration.collection)
-        reserver = Mutex(NameReserver.reservingCollectionFiles())
+        names = PathReserver.reservingCollectionFiles()
     }
 
     public var assets: [AssetKind] { configuration.collection.assets }
@@ -62,7 +65,7 @@ public final class S3Sink: Sink {
 
     public func plan(_ item: MediaItem, asset: AssetKind) async throws -> StoragePlan {
         let wanted = configuration.layout.render(item, asset: asset)
-        let path = reserver.withLock { $0.reserve(wanted) }.joined(separator: "/")
+        let path = try names.reserve(wanted).joined(separator: "/")
         let plan = StoragePlan(item: item.ref, asset: asset, relativePath: path)
         collector.planned(item, as: plan, from: url(for: asset, of: item))
         return plan

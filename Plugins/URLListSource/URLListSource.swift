@@ -17,47 +17,76 @@ public struct URLListSource: Source {
     }
 
     public func run(_ context: SourceContext, emit: @Sendable (SourceOutput) async throws -> Void) async throws {
-        let data: Data
-        do {
-            data = try Data(contentsOf: URL(fileURLWithPath: file))
-        } catch {
-            throw SourceError("cannot read the URL list \(displayName): \(Self.reason(error))")
+        // Read a line at a time: a list of a million URLs is never in memory whole, and the pipeline's
+        // back-pressure (emit suspends) reaches the reading.
+        guard let stream = fopen(file, "r") else {
+            throw SourceError("cannot read the URL list \(displayName): \(String(cString: strerror(errno)))")
         }
-        guard let text = String(data: data, encoding: .utf8) else {
-            throw SourceError("the URL list \(displayName) is not UTF-8 text")
-        }
-
-        var firstLine: [String: Int] = [:]
-        for (index, rawLine) in Self.lines(of: text).enumerated() {
+        defer { fclose(stream) }
+        var buffer: UnsafeMutablePointer<CChar>?
+        var capacity = 0
+        defer { free(buffer) }
+        var number = 0
+        while true {
             try Task.checkCancellation()
-            let number = index + 1
-            // Trimmed by Character: Foundation's trimming goes through NSString, at 30,000 instructions a line.
-            // Foundation's set also holds the zero-width space (U+200B), which a URL copied from a page can
-            // carry; Character.isWhitespace does not.
-            let blank = { (character: Character) in character.isWhitespace || character == "\u{200B}" }
-            var trimmed = rawLine.drop(while: blank)
-            while let last = trimmed.last, blank(last) { trimmed = trimmed.dropLast() }
-            let line = String(trimmed)
-            if line.isEmpty || line.hasPrefix("#") { continue }
-            let place = "\(displayName):\(number)"
-
-            guard let url = URL(string: line), url.isFetchable else {
-                let ref = ItemRef(id: line, title: "line \(number)")
-                try await emit(
-                    .failed(
-                        ref, url: nil,
-                        reason: "\(place): \"\(Self.shorten(line))\" is not an http or "
-                            + "https URL; fix or remove the line (a # at the start makes it a comment)"))
-                continue
+            errno = 0
+            let count = getline(&buffer, &capacity, stream)
+            guard count >= 0, let buffer else {
+                if ferror(stream) != 0 {
+                    throw SourceError(
+                        "cannot read the URL list \(displayName) after line \(number): "
+                            + String(cString: strerror(errno)))
+                }
+                break
             }
-            let item = Self.item(for: url)
-            if let earlier = firstLine[item.id] {
-                try await emit(.skipped(item.ref, reason: "\(place): the same URL as line \(earlier)"))
-                continue
+            var bytes = UnsafeBufferPointer(start: UnsafeRawPointer(buffer).assumingMemoryBound(to: UInt8.self), count: count)
+            // CR LF is one break, as it was when the list was split whole.
+            if bytes.last == 0x0A {
+                bytes = UnsafeBufferPointer(rebasing: bytes.dropLast())
+                if bytes.last == 0x0D { bytes = UnsafeBufferPointer(rebasing: bytes.dropLast()) }
             }
-            firstLine[item.id] = number
-            try await emit(.item(item))
+            guard let text = String(validating: bytes, as: UTF8.self) else {
+                throw SourceError("the URL list \(displayName) is not UTF-8 text (line \(number + 1))")
+            }
+            // A lone CR, VT, FF or a Unicode line break inside the piece also ends a line.
+            for rawLine in Self.lines(of: text) {
+                number += 1
+                try await emitLine(rawLine, number: number, context, emit)
+            }
         }
+    }
+
+    /// Reads one line of the list: an item, a duplicate of an earlier line, a failed line, or nothing.
+    private func emitLine(
+        _ rawLine: Substring, number: Int, _ context: SourceContext,
+        _ emit: @Sendable (SourceOutput) async throws -> Void
+    ) async throws {
+        // Trimmed by Character: Foundation's trimming goes through NSString, at 30,000 instructions a line.
+        // Foundation's set also holds the zero-width space (U+200B), which a URL copied from a page can
+        // carry; Character.isWhitespace does not.
+        let blank = { (character: Character) in character.isWhitespace || character == "\u{200B}" }
+        var trimmed = rawLine.drop(while: blank)
+        while let last = trimmed.last, blank(last) { trimmed = trimmed.dropLast() }
+        let line = String(trimmed)
+        if line.isEmpty || line.hasPrefix("#") { return }
+        let place = "\(displayName):\(number)"
+
+        guard let url = URL(string: line), url.isFetchable else {
+            let ref = ItemRef(id: line, title: "line \(number)")
+            try await emit(
+                .failed(
+                    ref, url: nil,
+                    reason: "\(place): \"\(Self.shorten(line))\" is not an http or "
+                        + "https URL; fix or remove the line (a # at the start makes it a comment)"))
+            return
+        }
+        let item = Self.item(for: url)
+        // The ids seen are kept in the run's ledger, not here.
+        if let earlier = try context.firstOccurrence(of: item.id, at: String(number)) {
+            try await emit(.skipped(item.ref, reason: "\(place): the same URL as line \(earlier)"))
+            return
+        }
+        try await emit(.item(item))
     }
 
     /// The lines of `text`, as `split(omittingEmptySubsequences: false, whereSeparator: \.isNewline)` cuts them
@@ -117,16 +146,6 @@ public struct URLListSource: Source {
 
     static func shorten(_ line: String) -> String {
         line.count > 80 ? line.prefix(80) + "…" : line
-    }
-
-    static func reason(_ error: any Error) -> String {
-        let nsError = error as NSError
-        if let underlying = nsError.userInfo[NSUnderlyingErrorKey] as? NSError, underlying.domain == NSPOSIXErrorDomain,
-            let code = POSIXErrorCode(rawValue: Int32(underlying.code))
-        {
-            return String(cString: strerror(code.rawValue))
-        }
-        return nsError.localizedDescription
     }
 
     /// `use: urls`.

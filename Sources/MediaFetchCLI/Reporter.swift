@@ -11,7 +11,7 @@ final class Reporter: Sendable {
         case quiet
     }
 
-    private struct State {
+    fileprivate struct State {
         var started = 0
         var stored = 0
         var failed = 0
@@ -19,11 +19,17 @@ final class Reporter: Sendable {
         var kept = 0
         var bytes: Int64 = 0
         var inFlight: [String: DownloadProgress] = [:]
+        /// The first ``Reporter/failureLimit`` failures; the rest are only counted (the ledger has them all).
         var failures: [(ItemRef, URL?, String)] = []
+        var failuresNotKept = 0
         var skipReasons = SkipReasons()
         var lastDraw: ContinuousClock.Instant?
         var lineShown = false
     }
+
+    /// How many failures the closing report lists; a run of a million items may fail them all, and each is in the
+    /// ledger (`mediafetch status`) anyway.
+    static let failureLimit = 100
 
     private let mode: Mode
     private let start = ContinuousClock.now
@@ -43,7 +49,7 @@ final class Reporter: Sendable {
         // Quiet: only the failures are kept, for the closing report; no bookkeeping per progress event.
         if mode == .quiet {
             switch event {
-            case .failed(let ref, let url, let reason): state.withLock { $0.failures.append((ref, url, reason)) }
+            case .failed(let ref, let url, let reason): state.withLock { $0.keepFailure(ref, url, reason) }
             case .skipped(_, let reason): state.withLock { $0.skipReasons.count(reason) }
             default: break
             }
@@ -68,7 +74,7 @@ final class Reporter: Sendable {
             case .failed(let ref, let url, let reason):
                 state.inFlight = state.inFlight.filter { !$0.key.hasPrefix(ref.id + "\u{0}") }
                 state.failed += 1
-                state.failures.append((ref, url, reason))
+                state.keepFailure(ref, url, reason)
                 line(&state, "failed  \(ref): \(reason)")
             case .skipped(let ref, let reason):
                 state.skipped += 1
@@ -89,8 +95,11 @@ final class Reporter: Sendable {
         }
     }
 
-    /// The failures seen, for the closing report.
+    /// The first failures seen (at most ``failureLimit``), for the closing report.
     var failures: [(ItemRef, URL?, String)] { state.withLock { $0.failures } }
+
+    /// How many failures there were beyond ``failures``.
+    var failuresNotListed: Int { state.withLock { $0.failuresNotKept } }
 
     /// Why items were skipped, most common first, for the closing report.
     var skipReasons: [(reason: String, count: Int)] { state.withLock { $0.skipReasons.sorted } }
@@ -141,6 +150,16 @@ final class Reporter: Sendable {
             unit += 1
         }
         return unit == 0 ? "\(bytes) B" : String(format: "%.1f", value) + " " + units[unit]
+    }
+}
+
+extension Reporter.State {
+    fileprivate mutating func keepFailure(_ ref: ItemRef, _ url: URL?, _ reason: String) {
+        if failures.count < Reporter.failureLimit {
+            failures.append((ref, url, reason))
+        } else {
+            failuresNotKept += 1
+        }
     }
 }
 

@@ -49,21 +49,32 @@ enum RunCommand {
         }
         let summary = try outcome.get()
         if json {
-            printJSON(RunReport(summary: summary, failures: reporter.failures.map(RunReport.Failure.init)))
+            printJSON(
+                RunReport(
+                    summary: summary, failures: reporter.failures.map(RunReport.Failure.init),
+                    failuresNotListed: reporter.failuresNotListed))
         } else {
-            printSummary(summary, failures: reporter.failures, skipReasons: reporter.skipReasons, spec: spec)
+            printSummary(
+                summary, failures: reporter.failures, failuresNotListed: reporter.failuresNotListed,
+                skipReasons: reporter.skipReasons, spec: spec)
         }
         return summary
     }
 
     static func printSummary(
-        _ summary: RunSummary, failures: [(ItemRef, URL?, String)], skipReasons: [(reason: String, count: Int)],
-        spec: PipelineSpec
+        _ summary: RunSummary, failures: [(ItemRef, URL?, String)], failuresNotListed: Int = 0,
+        skipReasons: [(reason: String, count: Int)], spec: PipelineSpec
     ) {
         for (ref, url, reason) in failures {
             // The reason names the URL when the transport failed; otherwise say which URL it was.
             let shownURL = url.map(\.absoluteString).flatMap { reason.contains($0) ? nil : " <\($0)>" } ?? ""
             print("failed: \(ref)\(shownURL): \(ItemRef.printable(reason))")
+        }
+        if failuresNotListed > 0 {
+            let status = ["mediafetch", "status", spec.configPath] + overrides(of: CommandLine.arguments)
+            print(
+                "... and \(failuresNotListed) more failed (the first \(failures.count) are listed); "
+                    + "`\(shellLine(status))` lists every failed download with its reason")
         }
         var line = "\(summary.stored) stored, \(summary.failed) failed, \(summary.skipped) skipped"
         if summary.alreadyStored > 0 { line += ", \(summary.alreadyStored) already stored" }
@@ -169,5 +180,8 @@ struct RunReport: Encodable {
     }
 
     var summary: RunSummary
+    /// The first failures (``Reporter/failureLimit``); the ledger holds every one.
     var failures: [Failure]
+    /// Failures beyond ``failures``: `mediafetch status` lists them.
+    var failuresNotListed: Int
 }

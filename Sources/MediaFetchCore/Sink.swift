@@ -38,6 +38,10 @@ public protocol Sink: Sendable {
     /// Default: true.
     var commitsEachStore: Bool { get }
 
+    /// The reserver ``plan(_:asset:)`` takes its names from, for the pipeline to keep them in the run's ledger
+    /// (``PathReserver/keep(in:)``) rather than in memory; nil when the sink names files otherwise. Default: nil.
+    var pathReserver: PathReserver? { get }
+
     /// Decides where an asset will be stored.
     /// - Throws: ``SinkError`` when no safe name can be made.
     func plan(_ item: MediaItem, asset: AssetKind) async throws -> StoragePlan
@@ -79,6 +83,8 @@ extension Sink {
     public var commitsEachStore: Bool { true }
 
     public var needsDigests: Bool { false }
+
+    public var pathReserver: PathReserver? { nil }
 
     public func keep(_ plan: StoragePlan, stored record: StoredRecord) async throws -> Bool { false }
 

@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 
 /// Finds media items: an iTunes search, a list of URLs.
 ///
@@ -25,13 +26,52 @@ public struct SourceContext: Sendable {
     /// What the source kept from earlier runs (a feed's validators, say), in the run's ledger; nil when the run
     /// has no ledger.
     public var state: SourceState?
+    /// The ids this run's source emitted, in the run's ledger when it has one (nothing per item in memory).
+    let seen: SeenIDs
 
     public init(
         transport: any Transport, notice: @escaping @Sendable (String) -> Void = { _ in }, state: SourceState? = nil
     ) {
+        self.init(transport: transport, notice: notice, state: state, seen: SeenIDs(ledger: nil))
+    }
+
+    init(transport: any Transport, notice: @escaping @Sendable (String) -> Void, state: SourceState?, seen: SeenIDs) {
         self.transport = transport
         self.notice = notice
         self.state = state
+        self.seen = seen
+    }
+
+    /// Notes that this run's source met `id` at `place` (a line number, say) and answers where it met it first:
+    /// nil the first time, so a source reports a duplicate without keeping every id it emitted. The ids are kept
+    /// in the run's ledger (forgotten when the next run starts), or in memory for a run without one.
+    /// - Throws: ``LedgerError`` when the ledger cannot be read.
+    public func firstOccurrence(of id: String, at place: String) throws -> String? {
+        try seen.firstOccurrence(of: id, at: place)
+    }
+}
+
+/// Where ``SourceContext/firstOccurrence(of:at:)`` keeps the ids: the ledger's run keys, or memory.
+final class SeenIDs: Sendable {
+    private static let scope = "seen"
+    private let ledger: Ledger?
+    private let memory = Mutex<[String: String]>([:])
+
+    init(ledger: Ledger?) {
+        self.ledger = ledger
+    }
+
+    func firstOccurrence(of id: String, at place: String) throws -> String? {
+        guard let ledger else {
+            return memory.withLock { seen in
+                if let first = seen[id] { return first }
+                seen[id] = place
+                return nil
+            }
+        }
+        if let first = try ledger.runKey(scope: Self.scope, key: id) { return first ?? "" }
+        ledger.takeRunKey(scope: Self.scope, key: id, value: place)
+        return nil
     }
 }
 

@@ -9,6 +9,9 @@ import Synchronization
 /// ``stored(_:file:)`` after a store commits or ``kept(_:record:)`` when an earlier run's file is kept;
 /// ``files()`` at `finish`. Only planned files that were stored or kept appear. Thread-safe: stores run
 /// concurrently.
+///
+/// When the options ask for neither file, a planned item is held only until its store (or keep), so that a run
+/// of a million items holds only those in flight; ``collectedItems()`` is then empty.
 public final class CollectionCollector: Sendable {
     public let options: CollectionOptions
 
@@ -25,15 +28,18 @@ public final class CollectionCollector: Sendable {
     }
 
     private let state = Mutex(State())
+    /// Whether what was stored is kept for the collection's own files.
+    private let keepsStored: Bool
 
     public init(options: CollectionOptions) {
         self.options = options
+        keepsStored = options.writesManifest || options.writesPlaylist
     }
 
     /// Records `plan` for `item`, in plan order; `source` is the URL the sink asks for.
     public func planned(_ item: MediaItem, as plan: StoragePlan, from source: URL?) {
         state.withLock { state in
-            if state.byPath[plan.relativePath] == nil { state.order.append(plan.relativePath) }
+            if keepsStored, state.byPath[plan.relativePath] == nil { state.order.append(plan.relativePath) }
             state.byPath[plan.relativePath] = Planned(item: item, asset: plan.asset, source: source)
         }
     }
@@ -61,6 +67,10 @@ public final class CollectionCollector: Sendable {
 
     private func collect(_ plan: StoragePlan, size: Int64, sha256: String?, source: URL?) {
         state.withLock { state in
+            guard keepsStored else {
+                state.byPath[plan.relativePath] = nil
+                return
+            }
             guard var planned = state.byPath[plan.relativePath] else { return }
             planned.file = CollectedFile(
                 asset: plan.asset, path: plan.relativePath, size: size, sha256: sha256,

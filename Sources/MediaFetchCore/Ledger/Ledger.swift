@@ -113,6 +113,17 @@ public final class Ledger: Sendable {
             PRIMARY KEY (source, key)
         );
         """,
+        // What the run in progress has taken, so that nothing per item stays in memory: the names its sink planned
+        // (keyed by their collation keys, for collision numbering) and the ids its source emitted (for duplicates).
+        // See ``takeRunKey(scope:key:value:)``.
+        """
+        CREATE TABLE run_keys (
+            scope TEXT NOT NULL,
+            key TEXT NOT NULL,
+            value TEXT,
+            PRIMARY KEY (scope, key)
+        ) WITHOUT ROWID;
+        """,
     ]
 
     /// Writes waiting for the next batch. Its lock is held only to add or take writes, never while SQLite
@@ -120,6 +131,13 @@ public final class Ledger: Sendable {
     private struct Queue {
         var pending: [Write] = []
         var lastFlush = ContinuousClock.now
+        /// The run keys among `pending`, for lookups before they are committed (see ``runKey(scope:key:)``).
+        var runKeys: [RunKeyID: String?] = [:]
+    }
+
+    private struct RunKeyID: Hashable {
+        var scope: String
+        var key: String
     }
 
     private enum Write {
@@ -130,12 +148,15 @@ public final class Ledger: Sendable {
         case failed(LedgerKey, reason: String, received: Int64)
         case paused(LedgerKey, received: Int64)
         case retrying(LedgerKey)
+        case runKey(scope: String, key: String, value: String?)
 
-        var key: LedgerKey {
+        /// The item the write is about; nil for a run key.
+        var key: LedgerKey? {
             switch self {
             case .begin(let key, _, _), .responded(let key, _, _), .verified(let key, _, _), .stored(let key, _),
                 .failed(let key, _, _), .paused(let key, _), .retrying(let key):
                 key
+            case .runKey: nil
             }
         }
     }
@@ -205,6 +226,72 @@ public final class Ledger: Sendable {
             try commit(database)
             let rows = try database.prepare(Self.select + " WHERE source = ?").rows([.text(source)], Self.read)
             return Dictionary(rows.map { ($0.key, $0) }, uniquingKeysWith: { first, _ in first })
+        }
+    }
+
+    /// What the ledger holds on disk for one asset, without committing queued writes first: what earlier runs
+    /// left, looked up item by item as a run plans (one query an item, so nothing per item stays in memory).
+    /// Writes this run queued and has not committed yet are not seen.
+    public func committedEntry(_ key: LedgerKey) throws -> LedgerEntry? {
+        try database.withLock { database in
+            try database.cached(Self.select + " WHERE source = ? AND item_id = ? AND asset = ?")
+                .rows(key.values, Self.read).first
+        }
+    }
+
+    /// Calls `body` with every entry of `source` whose status is `status`, by key, a page at a time (for a walk
+    /// over a run of any size without holding it, nor the connection while `body` runs); pending writes are
+    /// committed first.
+    public func forEachEntry(source: String, status: LedgerStatus, _ body: (LedgerEntry) throws -> Void) throws {
+        var after = ("", "")
+        while true {
+            let page = try database.withLock { database in
+                try commit(database)
+                return try database.cached(
+                    Self.select
+                        + " WHERE source = ? AND status = ? AND (item_id, asset) > (?, ?) ORDER BY item_id, asset LIMIT 512"
+                ).rows([.text(source), .text(status.rawValue), .text(after.0), .text(after.1)], Self.read)
+            }
+            for entry in page { try body(entry) }
+            guard let last = page.last, page.count == 512 else { return }
+            after = (last.key.itemID, last.key.asset.rawValue)
+        }
+    }
+
+    // MARK: Run keys
+
+    /// Forgets every run key (``takeRunKey(scope:key:value:)``): a run starts with none, as it starts with an
+    /// empty set of names in memory.
+    public func resetRunKeys() throws {
+        try database.withLock { database in
+            queue.withLock { queue in
+                queue.pending.removeAll { if case .runKey = $0 { true } else { false } }
+                queue.runKeys.removeAll()
+            }
+            // Without a WHERE clause SQLite empties the table in one step instead of row by row.
+            try database.execute("DELETE FROM run_keys")
+        }
+    }
+
+    /// Whether the run took `key` in `scope`, and with which value: the queued writes first, then the disk.
+    /// - Returns: nil when the key is not taken; else the value it was taken with (itself nil when taken with none).
+    public func runKey(scope: String, key: String) throws -> String?? {
+        // The connection is held first, so no batch can be committed between the look at the queue and the query.
+        try database.withLock { database in
+            if let queued = queue.withLock({ $0.runKeys[RunKeyID(scope: scope, key: key)] }) { return .some(queued) }
+            let rows = try database.cached("SELECT value FROM run_keys WHERE scope = ? AND key = ?")
+                .rows([.text(scope), .text(key)]) { $0.text(0) }
+            return rows.first.map { .some($0) } ?? nil
+        }
+    }
+
+    /// Takes `key` in `scope` for this run with `value` (replacing the value it had), queued with the other writes
+    /// and seen by ``runKey(scope:key:)`` at once. Scopes keep users apart: a sink's names
+    /// (``PathReserver``) and a source's ids (``SourceContext/firstOccurrence(of:at:)``).
+    public func takeRunKey(scope: String, key: String, value: String?) {
+        queue.withLock { queue in
+            queue.pending.append(.runKey(scope: scope, key: key, value: value))
+            queue.runKeys[RunKeyID(scope: scope, key: key)] = .some(value)
         }
     }
 
@@ -288,7 +375,7 @@ public final class Ledger: Sendable {
     public func removeAll() throws {
         try database.withLock { database in
             queue.withLock { $0.pending.removeAll() }
-            try database.execute("DELETE FROM items; DELETE FROM source_state;")
+            try database.execute("DELETE FROM items; DELETE FROM source_state; DELETE FROM run_keys;")
         }
     }
 
@@ -358,6 +445,7 @@ public final class Ledger: Sendable {
         queue.withLock { queue in
             queue.lastFlush = .now
             swap(&writes, &queue.pending)
+            queue.runKeys.removeAll(keepingCapacity: true)
         }
         guard !writes.isEmpty else { return }
         try Self.apply(writes, to: database, at: Date().timeIntervalSince1970)
@@ -411,7 +499,7 @@ public final class Ledger: Sendable {
     private static func apply(_ writes: [Write], to database: SQLiteDatabase, at now: Double) throws {
         var downloads: [LedgerKey: Download?] = [:]
         for write in writes {
-            let key = write.key
+            guard let key = write.key else { continue }
             if let download = downloads[key] {
                 downloads[key] = download?.then(write)
             } else {
@@ -421,8 +509,7 @@ public final class Ledger: Sendable {
         var merged: Set<LedgerKey> = []
         try database.transaction {
             for write in writes {
-                let key = write.key
-                guard let download = downloads[key] ?? nil, download.merges else {
+                guard let key = write.key, let download = downloads[key] ?? nil, download.merges else {
                     try apply(write, to: database, at: now)
                     continue
                 }
@@ -546,6 +633,10 @@ public final class Ledger: Sendable {
             try database.cached(
                 "UPDATE items SET attempts = attempts + 1, updated_at = ? WHERE source = ? AND item_id = ? AND asset = ?"
             ).run([.real(now)] + key.values)
+        case .runKey(let scope, let key, let value):
+            try database.cached(
+                "INSERT INTO run_keys (scope, key, value) VALUES (?, ?, ?) ON CONFLICT (scope, key) DO UPDATE SET value = excluded.value"
+            ).run([.text(scope), .text(key), .text(value)])
         case .paused(let key, let received):
             try database.cached(
                 """

@@ -15,10 +15,8 @@
 public struct NameReserver: Sendable {
     /// The UTF-8 budget of one component.
     public let maxBytes: Int
-    /// Directory key (parent's chosen key + "/" + wanted name's key) to the directory's chosen spelling.
-    private var directories: [String: String] = [:]
-    /// Keys of every path taken by a directory or a file, for clash checks.
-    private var taken: Set<String> = []
+    /// The names taken so far, in memory.
+    private var table = MemoryNameTable()
 
     public init(maxBytes: Int = SafeName.maxComponentBytes) {
         self.maxBytes = maxBytes
@@ -27,46 +25,93 @@ public struct NameReserver: Sendable {
     /// Reserves a unique path for `components` (each already safe, the last one the file name) and
     /// returns it; the same number of components comes back.
     public mutating func reserve(_ components: [String]) -> [String] {
-        guard let fileName = components.last else { return [] }
-        var result: [String] = []
-        var parentKey = ""
-        for name in components.dropLast() {
-            let wantedKey = parentKey + "/" + SafeName.collationKey(name)
-            if let chosen = directories[wantedKey] {
-                result.append(chosen)
-                parentKey += "/" + SafeName.collationKey(chosen)
-                continue
-            }
-            var chosen = name
-            var number = 2
-            // A directory may join an existing directory of the same key, but not a file.
-            while true {
-                let key = parentKey + "/" + SafeName.collationKey(chosen)
-                if !taken.contains(key) || directories[key] != nil { break }
-                chosen = SafeName.numbered(name, number, maxBytes: maxBytes)
-                number += 1
-            }
-            let chosenKey = parentKey + "/" + SafeName.collationKey(chosen)
-            if let existing = directories[chosenKey] { chosen = existing }
-            directories[wantedKey] = chosen
-            directories[chosenKey] = chosen
-            taken.insert(chosenKey)
-            result.append(chosen)
-            parentKey = chosenKey
-        }
-        var chosen = fileName
-        var number = 2
-        while taken.contains(parentKey + "/" + SafeName.collationKey(chosen)) {
-            chosen = SafeName.numbered(fileName, number, keepingExtension: true, maxBytes: maxBytes)
-            number += 1
-        }
-        taken.insert(parentKey + "/" + SafeName.collationKey(chosen))
-        result.append(chosen)
-        return result
+        Self.reserve(components, in: &table, maxBytes: maxBytes)
     }
 
     /// ``reserve(_:)`` for a `/`-separated path.
     public mutating func reserve(path: String) -> String {
         reserve(path.split(separator: "/").map(String.init)).joined(separator: "/")
+    }
+
+    /// The numbering itself, over any table of taken names (in memory here, in the ledger for a
+    /// ``PathReserver`` kept there): the same answers from the same calls, whatever holds the names.
+    static func reserve<Table: NameTable>(
+        _ components: [String], in table: inout Table, maxBytes: Int
+    ) throws(Table.Failure) -> [String] {
+        guard let fileName = components.last else { return [] }
+        var result: [String] = []
+        result.reserveCapacity(components.count)
+        var parentKey = ""
+        for name in components.dropLast() {
+            let wantedKey = parentKey + "/" + SafeName.collationKey(name)
+            let wanted = try table.lookup(wantedKey)
+            if let chosen = wanted?.directory {
+                result.append(chosen)
+                parentKey += "/" + SafeName.collationKey(chosen)
+                continue
+            }
+            var chosen = name
+            var chosenKey = wantedKey
+            var slot = wanted
+            var number = 2
+            // A directory may join an existing directory of the same key, but not a file.
+            while let taken = slot, taken.directory == nil {
+                chosen = SafeName.numbered(name, number, maxBytes: maxBytes)
+                number += 1
+                chosenKey = parentKey + "/" + SafeName.collationKey(chosen)
+                slot = try table.lookup(chosenKey)
+            }
+            if let existing = slot?.directory { chosen = existing }
+            // The wanted key is taken by now (a file has it, or it is the chosen one): it leads here from now on.
+            if wantedKey != chosenKey { try table.take(wantedKey, directory: chosen) }
+            if slot == nil { try table.take(chosenKey, directory: chosen) }
+            result.append(chosen)
+            parentKey = chosenKey
+        }
+        var chosen = fileName
+        var number = 2
+        var key = parentKey + "/" + SafeName.collationKey(chosen)
+        while try table.lookup(key) != nil {
+            chosen = SafeName.numbered(fileName, number, keepingExtension: true, maxBytes: maxBytes)
+            number += 1
+            key = parentKey + "/" + SafeName.collationKey(chosen)
+        }
+        try table.take(key, directory: nil)
+        result.append(chosen)
+        return result
+    }
+}
+
+/// What a name's collation key (``SafeName/collationKey(_:)`` of each component, `/`-joined from the root)
+/// stands for once taken: a file, or a directory and the spelling that directory has.
+public struct TakenName: Sendable, Hashable {
+    /// The directory's chosen spelling when the key leads to a directory; nil for a file.
+    public var directory: String?
+
+    public init(directory: String?) {
+        self.directory = directory
+    }
+}
+
+/// Where ``NameReserver``'s numbering keeps the names it took.
+protocol NameTable {
+    /// What looking up or taking a name may throw (`Never` in memory).
+    associatedtype Failure: Error
+    /// What `key` stands for, or nil when nothing took it.
+    mutating func lookup(_ key: String) throws(Failure) -> TakenName?
+    /// Takes `key` for a file (`directory` nil) or for the directory spelled `directory`; a key taken by a file
+    /// before may become a way into a directory (a wanted directory name that a file had, numbered).
+    mutating func take(_ key: String, directory: String?) throws(Failure)
+}
+
+/// The names in memory: what a ``NameReserver`` holds.
+struct MemoryNameTable: NameTable, Sendable {
+    typealias Failure = Never
+    private var names: [String: TakenName] = [:]
+
+    func lookup(_ key: String) -> TakenName? { names[key] }
+
+    mutating func take(_ key: String, directory: String?) {
+        names[key] = TakenName(directory: directory)
     }
 }

@@ -78,10 +78,14 @@ public struct Pipeline: Sendable {
 
         do {
             try Self.prepareStaging(options.stagingDirectory)
-            let known = try options.refetch ? [:] : (options.ledger?.entries(source: options.sourceName) ?? [:])
+            if let ledger = options.ledger {
+                // The run's names and ids live in the ledger, not in memory; this run's start afresh.
+                try ledger.resetRunKeys()
+                try sink.pathReserver?.keep(in: ledger)
+            }
             let ticker = Task { await run.tickLedger() }
             defer { ticker.cancel() }
-            try await feedWorkers(run, known: known)
+            try await feedWorkers(run)
         } catch is CancellationError {
             run.tally.withLock { $0.interrupted = true }
         } catch let error as SourceError {
@@ -127,14 +131,16 @@ public struct Pipeline: Sendable {
     /// storing, so that a store waiting on the disk, or a retry waiting out its delay, does not hold a
     /// transfer back. A retry takes its places again ahead of downloads that have not started.
     /// A source failure stops new work but lets started downloads finish.
-    private func feedWorkers(_ run: RunState, known: [LedgerKey: LedgerEntry]) async throws {
+    private func feedWorkers(_ run: RunState) async throws {
         let (outputs, continuation) = AsyncThrowingStream.makeStream(of: SourceOutput.self)
         // The source runs a little ahead of the downloads, never the whole catalog ahead.
         let credits = Slots(limit: max(64, options.concurrency * 4))
         let state = options.ledger.map {
             SourceState(ledger: $0, source: options.sourceName, readsStoredValues: !options.refetch)
         }
-        let context = SourceContext(transport: transport, notice: { run.report(.notice($0)) }, state: state)
+        let context = SourceContext(
+            transport: transport, notice: { run.report(.notice($0)) }, state: state,
+            seen: SeenIDs(ledger: options.ledger))
 
         try await withThrowingTaskGroup(of: Bool.self) { group in
             // The producer's task answers false and the workers true, so the bound counts only workers.
@@ -171,7 +177,7 @@ public struct Pipeline: Sendable {
                         run.report(.failed(ref, url: url, reason: reason))
                     case .item(let item):
                         if run.stopReason != nil { break outputs }
-                        for job in try await plan(item, known: known, run) {
+                        for job in try await plan(item, run) {
                             while running >= Self.taskLimit(concurrency: options.concurrency) {
                                 if try await group.next() == true { running -= 1 }
                             }
@@ -234,8 +240,9 @@ public struct Pipeline: Sendable {
     }
 
     /// Asks the sink where each asset goes, in source order (also for stored ones, so that names do
-    /// not depend on what is already there), and drops what an earlier run stored and the sink kept.
-    private func plan(_ item: MediaItem, known: [LedgerKey: LedgerEntry], _ run: RunState) async throws -> [Job] {
+    /// not depend on what is already there), and drops what an earlier run stored and the sink kept. What an
+    /// earlier run left is looked up in the ledger item by item (a re-run streams through it).
+    private func plan(_ item: MediaItem, _ run: RunState) async throws -> [Job] {
         var jobs: [Job] = []
         let missing = sink.assets.filter { sink.url(for: $0, of: item) == nil }
         // An item none of whose wanted files exists is skipped, and so is one without the preview most runs
@@ -253,7 +260,7 @@ public struct Pipeline: Sendable {
                 run.report(.failed(item.ref, url: url, reason: String(describing: error)))
                 continue
             }
-            let entry = known[key]
+            let entry = options.refetch ? nil : try options.ledger?.committedEntry(key)
             // A sink that cannot tell whether it still has the file gets it fetched again.
             if let record = entry?.storedRecord, (try? await sink.keep(plan, stored: record)) == true {
                 run.report(.alreadyStored(item.ref, asset: asset, location: record.location))
@@ -454,12 +461,13 @@ public struct Pipeline: Sendable {
     private func removeKeptFiles(_ paths: [String]) {
         for path in paths { _ = unlink(path) }
         let left = Self.partialFiles(in: options.stagingDirectory)
-        guard !left.isEmpty, let entries = try? options.ledger?.entries(source: options.sourceName) else { return }
-        let stored = Set(
-            entries.values.lazy.filter { $0.status == .stored }.map {
-                Self.stagingName(source: $0.key.source, itemID: $0.key.itemID, asset: $0.key.asset)
-            })
-        for file in left where stored.contains(file.lastPathComponent) { _ = unlink(file.path) }
+        guard !left.isEmpty, let ledger = options.ledger else { return }
+        // What is left is few files; the stored entries may be a million, so they are walked, not held.
+        var byName = Dictionary(left.map { ($0.lastPathComponent, $0.path) }, uniquingKeysWith: { first, _ in first })
+        try? ledger.forEachEntry(source: options.sourceName, status: .stored) { entry in
+            let name = Self.stagingName(source: entry.key.source, itemID: entry.key.itemID, asset: entry.key.asset)
+            if let path = byName.removeValue(forKey: name) { _ = unlink(path) }
+        }
     }
 
     /// The run stopped while `job` was under way: its bytes stay for the next run to resume from.

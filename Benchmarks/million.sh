@@ -1,0 +1,202 @@
+#!/usr/bin/env bash
+# Many small files: wall time and peak memory of `mediafetch run` (urls source, curl transport) beside
+# `curl -Z --parallel-max 16` and `wget -i`, all fetching the same generated files from one nginx on 127.0.0.1,
+# and a re-run of mediafetch over everything it stored (no request may reach nginx: its access log says).
+#
+#   Benchmarks/million.sh                           # the headline rows: 20,000 x 10 KB and 100,000 x 1 KB
+#   ROWS="1000x1 10000x1 100000x1 1000000x1" Benchmarks/million.sh
+#   ROWS=10000x1 TOOLS="mediafetch-nosync" Benchmarks/million.sh
+#
+# Environment: ROWS (COUNTxKB words, default "20000x10 100000x1"), RUNS (rounds, default 1; the median is
+# printed), CONCURRENCY (default 16), TOOLS (default: mediafetch-nosync mediafetch-durable curl wget),
+# WGET_MAX (the largest count wget is run for, default 100000: it fetches one at a time), CACHE (where the
+# trees are generated once, default .build/bench-cache), MEDIAFETCH (a prebuilt binary; default: swift build
+# -c release). Each round runs every tool once, in turn, so a drift of the machine falls on all alike.
+set -euo pipefail
+
+ROWS=${ROWS:-"20000x10 100000x1"}
+RUNS=${RUNS:-1}
+CONCURRENCY=${CONCURRENCY:-16}
+TOOLS=${TOOLS:-"mediafetch-nosync mediafetch-durable curl wget"}
+WGET_MAX=${WGET_MAX:-100000}
+ROOT=$(cd "$(dirname "$0")/.." && pwd)
+CACHE=${CACHE:-$ROOT/.build/bench-cache}
+
+unset http_proxy https_proxy HTTP_PROXY HTTPS_PROXY all_proxy ALL_PROXY no_proxy NO_PROXY
+
+for tool in nginx curl wget /usr/bin/time python3; do
+    command -v "$tool" > /dev/null || { echo "missing: $tool (apt-get install nginx-light curl wget time)" >&2; exit 2; }
+done
+
+source "$ROOT/Benchmarks/common.sh"
+ensure_mediafetch
+
+# small_tree COUNT KB: COUNT files of KB KiB under $CACHE/small-KB/dNNN/fNNNNNNN.bin (1,000 a folder), generated
+# once and grown when a larger count is asked for; prints the tree's path.
+small_tree() {
+    local count=$1 kb=$2 tree="$CACHE/small-$2"
+    local have=0
+    [[ -f "$tree/.count" ]] && have=$(cat "$tree/.count")
+    if (( have < count )); then
+        echo "generating files $have..$count of $kb KiB in $tree..." >&2
+        mkdir -p "$tree"
+        python3 - "$tree" "$have" "$count" "$kb" <<'PY'
+import os, sys
+tree, start, count, kb = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4])
+block = os.urandom(kb * 1024 + 4096)
+for index in range(start, count):
+    folder = f"{tree}/d{index // 1000:04d}"
+    if index % 1000 == 0 or index == start:
+        os.makedirs(folder, exist_ok=True)
+    with open(f"{folder}/f{index:07d}.bin", "wb") as out:
+        # Each file differs: a window of the block, moved by the index.
+        offset = index % 4096
+        out.write(block[offset:offset + kb * 1024])
+PY
+        echo "$count" > "$tree/.count"
+    fi
+    echo "$tree"
+}
+
+WORK=$(mktemp -d /tmp/mediafetch-million.XXXXXX)
+OUT=$WORK/out
+NGINX_PID=""
+cleanup() {
+    [[ -n "$NGINX_PID" ]] && kill "$NGINX_PID" 2> /dev/null && wait "$NGINX_PID" 2> /dev/null
+    rm -rf "$WORK"
+}
+trap cleanup EXIT
+
+PORT=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+mkdir -p "$WORK/nginx/tmp"
+cat > "$WORK/nginx/nginx.conf" <<CONF
+daemon off;
+master_process off;
+worker_processes 1;
+pid $WORK/nginx/nginx.pid;
+error_log $WORK/nginx/error.log warn;
+events { worker_connections 4096; }
+http {
+    # Buffered, so that logging costs the server little; flushed when nginx stops or the buffer fills.
+    log_format count '\$status';
+    access_log $WORK/nginx/access.log count buffer=64k flush=1s;
+    sendfile on;
+    tcp_nopush on;
+    keepalive_requests 10000000;
+    default_type application/octet-stream;
+    client_body_temp_path $WORK/nginx/tmp/body;
+    proxy_temp_path $WORK/nginx/tmp/proxy;
+    fastcgi_temp_path $WORK/nginx/tmp/fastcgi;
+    uwsgi_temp_path $WORK/nginx/tmp/uwsgi;
+    scgi_temp_path $WORK/nginx/tmp/scgi;
+    server {
+        listen 127.0.0.1:$PORT;
+        root $CACHE;
+    }
+}
+CONF
+mkdir -p "$CACHE"
+nginx -p "$WORK/nginx" -c "$WORK/nginx/nginx.conf" -e "$WORK/nginx/error.log" &
+NGINX_PID=$!
+for _ in $(seq 100); do curl -s --noproxy '*' -o /dev/null "http://127.0.0.1:$PORT/" && break; sleep 0.1; done
+BASE="http://127.0.0.1:$PORT"
+
+requests() { # how many requests nginx has logged so far (waits out its one-second log flush)
+    sleep 1.2
+    wc -l < "$WORK/nginx/access.log"
+}
+
+mediafetch_config() { # LIST SYNC -> config path
+    cat > "$WORK/mediafetch-$2.yaml" <<YAML
+source:
+  use: urls
+  file: $1
+transport:
+  use: curl
+  concurrency: $CONCURRENCY
+sink:
+  use: directory
+  path: $OUT
+  layout: "{title}.{ext}"
+  sync: $2
+state: $OUT.state
+YAML
+    echo "$WORK/mediafetch-$2.yaml"
+}
+
+command_for() { # TOOL LIST -> the command line, one word per line
+    case $1 in
+        mediafetch-nosync) printf '%s\n' "$MEDIAFETCH" run "$(mediafetch_config "$2" false)" --quiet ;;
+        mediafetch-durable) printf '%s\n' "$MEDIAFETCH" run "$(mediafetch_config "$2" true)" --quiet ;;
+        curl)
+            awk '{ n = split($0, p, "/"); printf "url = \"%s\"\noutput = \"%s\"\n", $0, p[n] }' "$2" > "$2.curl"
+            printf '%s\n' curl -s -S --noproxy '*' -Z --parallel-max "$CONCURRENCY" --config "$2.curl" ;;
+        wget) printf '%s\n' wget -q --no-proxy -i "$2" -P "$OUT" ;;
+    esac
+}
+
+# run_one TOOL LIST COUNT BYTES: empties $OUT, runs the tool there, checks the files, prints "wall rss_kb".
+run_one() {
+    local tool=$1 list=$2 count=$3 bytes=$4 command=()
+    rm -rf "$OUT" "$OUT.state" && mkdir -p "$OUT"
+    sync
+    mapfile -t command < <(command_for "$tool" "$list")
+    local status=0
+    (cd "$OUT" && /usr/bin/time -f "%e %M" -o "$WORK/time.txt" "${command[@]}" > "$WORK/$tool.log" 2>&1) || status=$?
+    local got files
+    read -r files got < <(find "$OUT" -type f -printf '%s\n' | awk '{ s += $1 } END { print NR, s + 0 }')
+    if [[ $status -ne 0 || "$got" != "$bytes" || "$files" != "$count" ]]; then
+        echo "  $tool failed (exit $status, $files files, $got bytes); see its log:" >&2
+        tail -5 "$WORK/$tool.log" >&2
+        echo "FAIL FAIL"
+        return
+    fi
+    cat "$WORK/time.txt"
+}
+
+median() {
+    sort -n | awk '$1 == "FAIL" { failed = 1 } { v[NR] = $1 }
+        END { if (NR == 0 || failed) print "FAIL"; else print v[int((NR + 1) / 2)] }'
+}
+
+printf '%-22s %-20s %9s %10s %9s\n' "items" "tool" "wall s" "peak MiB" "vs curl"
+for row in $ROWS; do
+    count=${row%x*} kb=${row#*x}
+    tree=$(small_tree "$count" "$kb")
+    list="$WORK/urls-$row.txt"
+    awk -v n="$count" -v base="$BASE/small-$kb" \
+        'BEGIN { for (i = 0; i < n; i++) printf "%s/d%04d/f%07d.bin\n", base, int(i / 1000), i }' > "$list"
+    bytes=$(( count * kb * 1024 ))
+    declare -A walls=() rss=()
+    for _ in $(seq "$RUNS"); do
+        for tool in $TOOLS; do
+            [[ $tool == wget ]] && (( count > WGET_MAX )) && continue
+            read -r wall kb_rss < <(run_one "$tool" "$list" "$count" "$bytes")
+            walls[$tool]+="$wall"$'\n'
+            rss[$tool]+="$kb_rss"$'\n'
+        done
+    done
+    curl_wall=$(printf '%s' "${walls[curl]:-}" | median)
+    for tool in $TOOLS; do
+        [[ -z "${walls[$tool]:-}" ]] && continue
+        wall=$(printf '%s' "${walls[$tool]}" | median)
+        peak=$(printf '%s' "${rss[$tool]}" | median)
+        ratio=$(awk -v a="$wall" -v b="$curl_wall" 'BEGIN { if (a == "FAIL" || b == "FAIL" || b == 0) print "-"; else printf "%.2fx", a / b }')
+        mib=$(awk -v k="$peak" 'BEGIN { if (k == "FAIL") print "FAIL"; else printf "%.1f", k / 1024 }')
+        printf '%-22s %-20s %9s %10s %9s\n' "$count x $kb KiB" "$tool" "$wall" "$mib" "$ratio"
+    done
+    # The re-run over everything stored: mediafetch once more over the last tool's output, which must be its.
+    if [[ " $TOOLS " == *" mediafetch-nosync "* ]]; then
+        read -r _ _ < <(run_one mediafetch-nosync "$list" "$count" "$bytes")
+        before=$(requests)
+        config=$(mediafetch_config "$list" false)
+        (cd "$OUT" && /usr/bin/time -f "%e %M" -o "$WORK/time.txt" "$MEDIAFETCH" run "$config" --quiet \
+            > "$WORK/rerun.log" 2>&1) || { echo "  the re-run failed:" >&2; tail -5 "$WORK/rerun.log" >&2; }
+        after=$(requests)
+        read -r wall kb_rss < "$WORK/time.txt"
+        printf '%-22s %-20s %9s %10s %9s  (%d requests)\n' "$count x $kb KiB" "mediafetch re-run" "$wall" \
+            "$(awk -v k="$kb_rss" 'BEGIN { printf "%.1f", k / 1024 }')" "-" "$(( after - before ))"
+    fi
+    unset walls rss
+    rm -rf "$OUT" "$OUT.state"
+done

@@ -1,0 +1,86 @@
+import Synchronization
+
+/// A sink's ``NameReserver``, shared and lockable, whose names the pipeline keeps in the run's ``Ledger``
+/// instead of in memory: a run of a million items then holds no name per item.
+///
+/// The numbering is ``NameReserver``'s, call for call (names compared by ``SafeName/collationKey(_:)``, a
+/// directory's first spelling wins, a clash becomes `Title (2).m4a`), whether the names are in memory or in the
+/// ledger. A sink makes one, takes its names with ``reserve(_:)`` from ``Sink/plan(_:asset:)``, and hands it to the
+/// pipeline as ``Sink/pathReserver``; the pipeline calls ``keep(in:)`` before the first plan. A sink used without
+/// the pipeline (or a run without a ledger) keeps its names in memory.
+///
+/// Every run plans its names afresh, in plan order, so a run gives the same tree as the run before it: keeping the
+/// names in the ledger forgets the ones an earlier run took.
+public final class PathReserver: Sendable {
+    /// The UTF-8 budget of one component.
+    public let maxBytes: Int
+    /// Paths taken before any item's, in this order (a collection's manifest and playlist).
+    public let reservedPaths: [[String]]
+
+    private enum Storage {
+        case memory(MemoryNameTable)
+        case ledger(LedgerNameTable)
+    }
+
+    private let storage: Mutex<Storage>
+
+    /// A reserver holding `reservedPaths` (each a path's components) before anything else, in memory until
+    /// ``keep(in:)``.
+    public init(maxBytes: Int = SafeName.maxComponentBytes, reserving reservedPaths: [[String]] = []) {
+        self.maxBytes = maxBytes
+        self.reservedPaths = reservedPaths
+        var table = MemoryNameTable()
+        for path in reservedPaths { _ = NameReserver.reserve(path, in: &table, maxBytes: maxBytes) }
+        storage = Mutex(.memory(table))
+    }
+
+    /// A reserver in which a collection's own files are taken at the root
+    /// (``NameReserver/reservingCollectionFiles(maxBytes:)``).
+    public static func reservingCollectionFiles(maxBytes: Int = SafeName.maxComponentBytes) -> PathReserver {
+        PathReserver(
+            maxBytes: maxBytes, reserving: [[CollectionOptions.manifestName], [CollectionOptions.playlistName]])
+    }
+
+    /// From now on the names live in `ledger`'s run keys (``Ledger/takeRunKey(scope:key:value:)``), which the
+    /// starting run has emptied (``Ledger/resetRunKeys()``): the ``reservedPaths`` are taken there again, and names
+    /// taken in memory before are forgotten.
+    /// - Throws: ``LedgerError`` when the ledger cannot be read.
+    public func keep(in ledger: Ledger) throws {
+        var table = LedgerNameTable(ledger: ledger)
+        for path in reservedPaths { _ = try NameReserver.reserve(path, in: &table, maxBytes: maxBytes) }
+        storage.withLock { $0 = .ledger(table) }
+    }
+
+    /// Reserves a unique path for `components` (each already safe, the last one the file name), as
+    /// ``NameReserver/reserve(_:)`` does; the same number of components comes back.
+    /// - Throws: ``LedgerError`` when the names are in a ledger that cannot be read.
+    public func reserve(_ components: [String]) throws -> [String] {
+        try storage.withLock { storage in
+            switch storage {
+            case .memory(var table):
+                // Out of the enum first, so that the names are not copied to be changed.
+                storage = .memory(MemoryNameTable())
+                defer { storage = .memory(table) }
+                return NameReserver.reserve(components, in: &table, maxBytes: maxBytes)
+            case .ledger(var table):
+                return try NameReserver.reserve(components, in: &table, maxBytes: maxBytes)
+            }
+        }
+    }
+}
+
+/// The names in a ledger's run keys, under ``scope``: a taken file's key has no value, a directory's has its
+/// spelling.
+struct LedgerNameTable: NameTable, Sendable {
+    typealias Failure = any Error
+    static let scope = "names"
+    let ledger: Ledger
+
+    func lookup(_ key: String) throws -> TakenName? {
+        try ledger.runKey(scope: Self.scope, key: key).map { TakenName(directory: $0) }
+    }
+
+    func take(_ key: String, directory: String?) {
+        ledger.takeRunKey(scope: Self.scope, key: key, value: directory)
+    }
+}

@@ -1,0 +1,89 @@
+import Foundation
+import MediaFetchCore
+import Testing
+
+/// The names a sink plans, kept in the run's ledger instead of in memory: the same names, call for call.
+@Suite("PathReserver")
+struct PathReserverTests {
+    /// Clashes of every kind the numbering knows: case and normalization, a taken numbered name, a directory
+    /// where a file is, a file where a directory is, the collection's own files, and long names.
+    static let paths: [String] = {
+        let long = SafeName.component(String(repeating: "é", count: 300) + ".m4a", keepingExtension: true)
+        var paths = [
+            "A/B/Title.m4a", "A/B/Title.m4a", "a/b/title.M4A", "A/C/Title.m4a",
+            "Beyonc\u{E9}/Halo.m4a", "BEYONCE\u{301}/halo.M4A",
+            "x (2).m4a", "x.m4a", "x.m4a",
+            "D/E", "D/E/c.m4a", "d/e/d.m4a", "D",
+            "manifest.json", "Playlist.m3u8",
+        ]
+        paths += Array(repeating: long, count: 4)
+        paths += (0..<60).map { "Artist \($0 % 3)/Album/Track \($0 % 7).m4a" }
+        return paths
+    }()
+
+    static func components(_ path: String) -> [String] { path.split(separator: "/").map(String.init) }
+
+    /// What today's reserver answers, in memory.
+    static func expected() -> [String] {
+        var reserver = NameReserver.reservingCollectionFiles()
+        return paths.map { reserver.reserve(Self.components($0)).joined(separator: "/") }
+    }
+
+    @Test func namesKeptInTheLedgerAreTheNamesKeptInMemory() throws {
+        let folder = try scratchFolder("names")
+        defer { try? FileManager.default.removeItem(at: folder) }
+        // Small batches, so that some lookups find their names committed and others still queued.
+        let ledger = try Ledger(directory: folder, batchSize: 3, batchAge: .zero)
+        try ledger.resetRunKeys()
+        let reserver = PathReserver.reservingCollectionFiles()
+        try reserver.keep(in: ledger)
+        var got: [String] = []
+        for path in Self.paths {
+            got.append(try reserver.reserve(Self.components(path)).joined(separator: "/"))
+            try ledger.flushIfDue()
+        }
+        #expect(got == Self.expected())
+        #expect(got.contains("A/B/title (3).M4A") && got.contains("Beyonc\u{E9}/halo (2).M4A"))
+        #expect(got.contains("D (2)") && got.contains("D/E (2)/c.m4a") && got.contains("manifest (2).json"))
+    }
+
+    @Test func aReserverInMemoryAnswersTheSame() throws {
+        let reserver = PathReserver.reservingCollectionFiles()
+        let got = try Self.paths.map { try reserver.reserve(Self.components($0)).joined(separator: "/") }
+        #expect(got == Self.expected())
+    }
+
+    @Test func theNextRunPlansTheSameNamesAgain() throws {
+        let folder = try scratchFolder("names-again")
+        defer { try? FileManager.default.removeItem(at: folder) }
+        var runs: [[String]] = []
+        for _ in 0..<2 {
+            // As the pipeline starts a run: a ledger opened from disk, its run keys emptied, the reserver kept there.
+            let ledger = try Ledger(directory: folder)
+            try ledger.resetRunKeys()
+            let reserver = PathReserver.reservingCollectionFiles()
+            try reserver.keep(in: ledger)
+            runs.append(try Self.paths.map { try reserver.reserve(Self.components($0)).joined(separator: "/") })
+            try ledger.flush()
+        }
+        #expect(runs[0] == Self.expected())
+        #expect(runs[1] == runs[0])
+    }
+
+    @Test func runKeysAreSeenBeforeAndAfterTheirCommit() throws {
+        let folder = try scratchFolder("run-keys")
+        defer { try? FileManager.default.removeItem(at: folder) }
+        let ledger = try Ledger(directory: folder)
+        #expect(try ledger.runKey(scope: "s", key: "k") == nil)
+        ledger.takeRunKey(scope: "s", key: "k", value: "7")
+        ledger.takeRunKey(scope: "s", key: "file", value: nil)
+        #expect(try ledger.runKey(scope: "s", key: "k") == .some("7"))
+        #expect(try ledger.runKey(scope: "s", key: "file") == .some(nil))
+        #expect(try ledger.runKey(scope: "other", key: "k") == nil)
+        try ledger.flush()
+        #expect(try ledger.runKey(scope: "s", key: "k") == .some("7"))
+        #expect(try ledger.runKey(scope: "s", key: "file") == .some(nil))
+        try ledger.resetRunKeys()
+        #expect(try ledger.runKey(scope: "s", key: "k") == nil)
+    }
+}
