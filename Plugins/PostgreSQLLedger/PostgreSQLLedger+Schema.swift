@@ -64,6 +64,17 @@ extension PostgreSQLLedger {
             PRIMARY KEY (run, worker)
         );
         """,
+        // What the run in progress has taken (SQLite's run_keys): the planned names, by collation key, and the ids
+        // the source emitted.
+        """
+        CREATE TABLE mediafetch_run_keys (
+            run TEXT NOT NULL,
+            scope TEXT NOT NULL,
+            key TEXT NOT NULL,
+            value TEXT,
+            PRIMARY KEY (run, scope, key)
+        );
+        """,
     ]
 
     /// The lock every migration takes (`pg_advisory_xact_lock`), so that workers starting together migrate once.

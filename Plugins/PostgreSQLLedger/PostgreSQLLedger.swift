@@ -33,6 +33,13 @@ public final class PostgreSQLLedger: Sendable {
     private struct Queue {
         var pending: [Write] = []
         var lastFlush = ContinuousClock.now
+        /// The run keys among `pending`, for lookups before they are committed.
+        var runKeys: [RunKeyID: String?] = [:]
+    }
+
+    private struct RunKeyID: Hashable {
+        var scope: String
+        var key: String
     }
 
     enum Write {
@@ -43,6 +50,7 @@ public final class PostgreSQLLedger: Sendable {
         case failed(LedgerKey, reason: String, received: Int64)
         case paused(LedgerKey, received: Int64)
         case retrying(LedgerKey)
+        case runKey(scope: String, key: String, value: String?)
     }
 
     private let queue = Mutex(Queue())
@@ -141,9 +149,11 @@ public final class PostgreSQLLedger: Sendable {
     /// server did not take go back to the head of the queue.
     private func commit() throws {
         var writes: [Write] = []
+        var runKeys: [RunKeyID: String?] = [:]
         queue.withLock { queue in
             queue.lastFlush = .now
             swap(&writes, &queue.pending)
+            swap(&runKeys, &queue.runKeys)
         }
         guard !writes.isEmpty else { return }
         do {
@@ -155,7 +165,10 @@ public final class PostgreSQLLedger: Sendable {
                 try connection.execute(sql)
             }
         } catch {
-            queue.withLock { $0.pending.insert(contentsOf: writes, at: 0) }
+            queue.withLock { queue in
+                queue.pending.insert(contentsOf: writes, at: 0)
+                queue.runKeys.merge(runKeys) { _, newer in newer }
+            }
             throw error
         }
     }
@@ -208,6 +221,13 @@ public final class PostgreSQLLedger: Sendable {
                 """
         case .retrying(let item):
             return "UPDATE mediafetch_items SET attempts = attempts + 1, updated_at = \(now) WHERE \(try key(item))"
+        case .runKey(let scope, let name, let value):
+            return """
+                INSERT INTO mediafetch_run_keys (run, scope, key, value)
+                VALUES (\(try connection.literal(run)), \(try connection.literal(scope)), \(try connection.literal(name)),
+                    \(try connection.literal(value)))
+                ON CONFLICT (run, scope, key) DO UPDATE SET value = excluded.value
+                """
         case .paused(let item, let received):
             return """
                 UPDATE mediafetch_items SET status = 'partial', received_bytes = \(received), updated_at = \(now),
@@ -233,6 +253,63 @@ extension PostgreSQLLedger: RunLedger {
     public func entries(source: String) throws -> [LedgerKey: LedgerEntry] {
         let rows = try select(" AND source = $2", [.text(source)])
         return Dictionary(rows.map { ($0.key, $0) }, uniquingKeysWith: { first, _ in first })
+    }
+
+    public func committedEntry(_ key: LedgerKey) throws -> LedgerEntry? {
+        try withConnection { connection in
+            let rows = try connection.query(
+                "SELECT \(Self.columns) FROM mediafetch_items WHERE run = $1 AND source = $2 AND item_id = $3 "
+                    + "AND asset = $4",
+                [.text(run), .text(key.source), .text(key.itemID), .text(key.asset.rawValue)])
+            return rows.count == 0 ? nil : try Self.entry(rows, 0)
+        }
+    }
+
+    public func forEachEntry(source: String, status: LedgerStatus, _ body: (LedgerEntry) throws -> Void) throws {
+        try flush()
+        var after = ("", "")
+        while true {
+            let page = try withConnection { connection in
+                let rows = try connection.query(
+                    "SELECT \(Self.columns) FROM mediafetch_items WHERE run = $1 AND source = $2 AND status = $3 "
+                        + "AND (item_id, asset) > ($4, $5) ORDER BY item_id, asset LIMIT 512",
+                    [.text(run), .text(source), .text(status.rawValue), .text(after.0), .text(after.1)])
+                return try (0..<rows.count).map { try Self.entry(rows, $0) }
+            }
+            for entry in page { try body(entry) }
+            guard let last = page.last, page.count == 512 else { return }
+            after = (last.key.itemID, last.key.asset.rawValue)
+        }
+    }
+
+    public func resetRunKeys() throws {
+        try commitGate.withLock { _ in
+            queue.withLock { queue in
+                queue.pending.removeAll { if case .runKey = $0 { true } else { false } }
+                queue.runKeys.removeAll()
+            }
+            _ = try withConnection { try $0.query("DELETE FROM mediafetch_run_keys WHERE run = $1", [.text(run)]) }
+        }
+    }
+
+    public func runKey(scope: String, key: String) throws -> String?? {
+        // The gate first, so that no batch is between the queue and the server while we look.
+        try commitGate.withLock { _ in
+            if let queued = queue.withLock({ $0.runKeys[RunKeyID(scope: scope, key: key)] }) { return .some(queued) }
+            return try withConnection { connection in
+                let rows = try connection.query(
+                    "SELECT value FROM mediafetch_run_keys WHERE run = $1 AND scope = $2 AND key = $3",
+                    [.text(run), .text(scope), .text(key)])
+                return rows.count == 0 ? nil : .some(rows.text(0, 0))
+            }
+        }
+    }
+
+    public func takeRunKey(scope: String, key: String, value: String?) {
+        queue.withLock { queue in
+            queue.pending.append(.runKey(scope: scope, key: key, value: value))
+            queue.runKeys[RunKeyID(scope: scope, key: key)] = .some(value)
+        }
     }
 
     public func begin(_ key: LedgerKey, title: String, url: URL) {
@@ -279,6 +356,7 @@ extension PostgreSQLLedger: RunLedger {
                 BEGIN;
                 DELETE FROM mediafetch_items WHERE run = \(run);
                 DELETE FROM mediafetch_source_state WHERE run = \(run);
+                DELETE FROM mediafetch_run_keys WHERE run = \(run);
                 DELETE FROM mediafetch_workers WHERE run = \(run);
                 DELETE FROM mediafetch_runs WHERE run = \(run);
                 COMMIT;

@@ -34,7 +34,7 @@ public enum LedgerContract {
             [
                 wholeDownload, readsSeeQueuedWrites, beginAgainFetchesAgain, pauseKeepsStored, retriesAndFailures,
                 listings, survivesReopening, forgetPartials, removeAll, sourceValues, concurrentWriters,
-                batchingChangesNothing,
+                batchingChangesNothing, committedAndWalked, runKeys,
             ]
         }
     }
@@ -253,6 +253,40 @@ public enum LedgerContract {
         let entries = try ledger.entries()
         try expect(entries.count == 400, "\(entries.count) rows, not 400")
         try expect(entries.allSatisfy { $0.status == .stored }, "not every row stored")
+    }
+
+    static let committedAndWalked = Clause("committedEntry sees only what is committed; a walk sees every row") {
+        context in
+        let ledger = try context.ledger()
+        ledger.begin(key("q"), title: "t", url: url)
+        try expect(try ledger.committedEntry(key("q")) == nil, "committedEntry saw a queued write")
+        try ledger.flush()
+        try expect(try ledger.committedEntry(key("q"))?.status == .pending, "committedEntry missed a flushed row")
+        for index in 0..<1_100 {
+            let item = key(String(format: "%05d", index))
+            ledger.begin(item, title: "t", url: url)
+            if index % 2 == 0 { ledger.stored(item, StoredRecord(location: "l\(index)", size: 1, sha256: nil)) }
+        }
+        var walked: [String] = []
+        try ledger.forEachEntry(source: "src", status: .stored) { walked.append($0.key.itemID) }
+        let expected = stride(from: 0, to: 1_100, by: 2).map { String(format: "%05d", $0) }
+        try expect(walked == expected, "the walk saw \(walked.count) stored rows in order, not \(expected.count)")
+    }
+
+    static let runKeys = Clause("run keys are seen at once, kept, and forgotten by a reset") { context in
+        let ledger = try context.ledger()
+        try expect(try ledger.runKey(scope: "names", key: "a") == nil, "a key not taken is taken")
+        ledger.takeRunKey(scope: "names", key: "a", value: "A.m4a")
+        ledger.takeRunKey(scope: "names", key: "b", value: nil)
+        try expect(try ledger.runKey(scope: "names", key: "a") == .some("A.m4a"), "a queued key not seen")
+        try ledger.flush()
+        try expect(try ledger.runKey(scope: "names", key: "a") == .some("A.m4a"), "a flushed key not seen")
+        try expect(try ledger.runKey(scope: "names", key: "b") == .some(nil), "a key taken without a value not seen")
+        try expect(try ledger.runKey(scope: "ids", key: "a") == nil, "a key leaked to another scope")
+        ledger.takeRunKey(scope: "names", key: "a", value: "A (2).m4a")
+        try expect(try ledger.runKey(scope: "names", key: "a") == .some("A (2).m4a"), "a key's value not replaced")
+        try ledger.resetRunKeys()
+        try expect(try ledger.runKey(scope: "names", key: "a") == nil, "a key survived resetRunKeys")
     }
 
     static let batchingChangesNothing = Clause("a batch leaves the rows as writes flushed one by one do") { context in

@@ -31,6 +31,25 @@ public protocol RunLedger: AnyObject, Sendable {
     /// Every entry of one source, by key.
     func entries(source: String) throws -> [LedgerKey: LedgerEntry]
 
+    /// What the ledger holds for one asset without committing queued writes first: what earlier runs (or other
+    /// workers) left, looked up item by item as a run plans. Writes queued here and not committed are not seen.
+    func committedEntry(_ key: LedgerKey) throws -> LedgerEntry?
+
+    /// Calls `body` with every entry of `source` whose status is `status`, ordered by item id and asset, a page at
+    /// a time (a walk over a run of any size without holding it); queued writes are committed first.
+    func forEachEntry(source: String, status: LedgerStatus, _ body: (LedgerEntry) throws -> Void) throws
+
+    /// Forgets every run key (``takeRunKey(scope:key:value:)``): a run starts with none.
+    func resetRunKeys() throws
+
+    /// Whether the run took `key` in `scope`, and with which value: the queued writes first, then the store.
+    /// - Returns: nil when the key is not taken; else the value it was taken with (itself nil when taken with none).
+    func runKey(scope: String, key: String) throws -> String??
+
+    /// Takes `key` in `scope` for this run with `value` (replacing the value it had), queued with the other writes
+    /// and seen by ``runKey(scope:key:)`` at once: a sink's planned names (``PathReserver``), a source's ids.
+    func takeRunKey(scope: String, key: String, value: String?)
+
     /// A download of `key` is about to start: the row exists from now on (pending), with one attempt.
     func begin(_ key: LedgerKey, title: String, url: URL)
 
