@@ -17,13 +17,22 @@ public final class PostgreSQLLedger: Sendable {
         schemes: ["postgresql", "postgres"],
         summary: "PostgreSQL (libpq): one run shared by workers on any machine that reaches the server"
     ) { request in
-        try PostgreSQLLedger(uri: request.selection.uri, run: request.runName)
+        try PostgreSQLLedger(uri: request.selection.uri, run: request.runName, worker: request.worker)
     }
 
     /// The URI with the password removed, for messages.
     public let location: String
     /// The run every row belongs to.
     public let run: String
+    /// This worker's id in the run.
+    public let worker: String
+    /// How long a claim lasts without a heartbeat.
+    public let lease: Duration
+    /// The connection holding the planning lock while this worker plans (a session lock: it goes with the
+    /// connection, so a planner killed with `-9` loses it).
+    let planning = Mutex<PGConnection?>(nil)
+    /// When this worker joined (seconds since 1970): failures older than that are tried again.
+    let joinedAt = Mutex(Date().timeIntervalSince1970)
     let uri: String
     let secrets: [String]
     private let batchSize: Int
@@ -65,9 +74,16 @@ public final class PostgreSQLLedger: Sendable {
     ///   - run: the run's name.
     /// - Throws: ``LedgerError`` saying what is wrong (unreachable, refused, written by a newer build), with the URI
     ///   redacted.
-    public init(uri: String, run: String, batchSize: Int = 256, batchAge: Duration = .milliseconds(250)) throws {
+    ///   - worker: this worker's id in a shared run; nil for host:pid.
+    ///   - lease: how long a claim lasts without a heartbeat.
+    public init(
+        uri: String, run: String, worker: String? = nil, lease: Duration = .seconds(15), batchSize: Int = 256,
+        batchAge: Duration = .milliseconds(250)
+    ) throws {
         self.uri = uri
         self.run = run
+        self.worker = worker ?? LedgerRequest.defaultWorker
+        self.lease = lease
         self.location = LedgerSelection.redact(uri)
         self.secrets = [PGConnection.password(in: uri)].compactMap { $0 }
         self.batchSize = batchSize
@@ -91,7 +107,9 @@ public final class PostgreSQLLedger: Sendable {
                 return try body(open)
             } catch let error as PGError {
                 if error.connectionLost { held = nil }
-                throw LedgerError("the PostgreSQL ledger \(location): \(error.message)", cause: error)
+                throw LedgerError(
+                    "the PostgreSQL ledger \(location): \(error.message)", cause: error,
+                    isUnreachable: error.connectionLost)
             }
         }
     }
@@ -180,6 +198,8 @@ public final class PostgreSQLLedger: Sendable {
                 + "\(try connection.literal(key.itemID)) AND asset = \(try connection.literal(key.asset.rawValue))"
         }
         func number(_ value: Int64?) -> String { value.map(String.init) ?? "NULL" }
+        // A worker whose claim went to another leaves that worker's row alone when it fails or pauses.
+        func mine() throws -> String { "(claimed_by IS NULL OR claimed_by = \(try connection.literal(worker)))" }
         switch write {
         case .begin(let item, let title, let url):
             return """
@@ -217,7 +237,7 @@ public final class PostgreSQLLedger: Sendable {
             return """
                 UPDATE mediafetch_items SET status = 'failed', reason = \(try connection.literal(reason)),
                     received_bytes = \(received), updated_at = \(now), claimed_by = NULL, lease_until = NULL
-                WHERE \(try key(item)) AND status <> 'stored'
+                WHERE \(try key(item)) AND status <> 'stored' AND \(try mine())
                 """
         case .retrying(let item):
             return "UPDATE mediafetch_items SET attempts = attempts + 1, updated_at = \(now) WHERE \(try key(item))"
@@ -232,7 +252,7 @@ public final class PostgreSQLLedger: Sendable {
             return """
                 UPDATE mediafetch_items SET status = 'partial', received_bytes = \(received), updated_at = \(now),
                     claimed_by = NULL, lease_until = NULL
-                WHERE \(try key(item)) AND status <> 'stored' AND status <> 'verified'
+                WHERE \(try key(item)) AND status <> 'stored' AND status <> 'verified' AND \(try mine())
                 """
         }
     }

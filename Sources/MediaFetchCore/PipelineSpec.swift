@@ -56,12 +56,14 @@ public struct PipelineSpec: Sendable {
     /// Opens the run's ledger: the `ledger:` URI's plugin, or SQLite in the state directory.
     /// - Throws: ``LedgerError`` when it cannot be opened (the URI redacted), or when no registered ledger serves
     ///   the URI's scheme.
-    public func openLedger(registry: PluginRegistry) throws -> any RunLedger {
+    /// - Parameter worker: this worker's id in a shared run; nil for host:pid.
+    public func openLedger(registry: PluginRegistry, worker: String? = nil) throws -> any RunLedger {
         guard let ledger else { return try Ledger(directory: stateDirectory) }
         guard let descriptor = registry.ledger(forScheme: ledger.scheme) else {
             throw LedgerError("this build has no ledger for \(ledger.redacted)")
         }
-        return try descriptor.open(LedgerRequest(selection: ledger, runName: runName, stateDirectory: stateDirectory))
+        return try descriptor.open(
+            LedgerRequest(selection: ledger, runName: runName, stateDirectory: stateDirectory, worker: worker))
     }
 
     /// The download policy the config describes.

@@ -79,11 +79,20 @@ public struct LedgerRequest: Sendable {
     public var runName: String
     /// The run's state directory (staging files stay local to each worker).
     public var stateDirectory: URL
+    /// This worker's id in a shared run (`--worker`); nil for the default, host:pid.
+    public var worker: String?
 
-    public init(selection: LedgerSelection, runName: String, stateDirectory: URL) {
+    public init(selection: LedgerSelection, runName: String, stateDirectory: URL, worker: String? = nil) {
         self.selection = selection
         self.runName = runName
         self.stateDirectory = stateDirectory
+        self.worker = worker
+    }
+
+    /// The default worker id: this host's name and process id.
+    public static var defaultWorker: String {
+        let host = ProcessInfo.processInfo.hostName
+        return "\(host):\(getpid())"
     }
 }
 

@@ -27,6 +27,8 @@ public struct Pipeline: Sendable {
         public var refetch: Bool
         /// Retries, limits and the failure budget.
         public var policy: DownloadPolicy
+        /// Set when this run is one worker of a shared run: every store happens under a confirmed claim.
+        var shared: (any SharedRunLedger)?
 
         public init(
             concurrency: Int,
@@ -221,7 +223,7 @@ public struct Pipeline: Sendable {
 
     /// Whether the failures so far reached the download section's `max-failures`; the first time, the run
     /// stops starting items and says why.
-    private func overBudget(_ run: RunState) -> Bool {
+    func overBudget(_ run: RunState) -> Bool {
         let limit = options.policy.maxFailures
         let failed = run.tally.withLock { $0.failed }
         guard limit > 0, failed >= limit else { return false }
@@ -230,7 +232,7 @@ public struct Pipeline: Sendable {
         return true
     }
 
-    private struct Job: Sendable {
+    struct Job: Sendable {
         var item: MediaItem
         var asset: AssetKind
         var url: URL
@@ -271,7 +273,7 @@ public struct Pipeline: Sendable {
         return jobs
     }
 
-    private func download(_ job: Job, _ run: RunState) async {
+    func download(_ job: Job, _ run: RunState) async {
         let ref = job.item.ref
         let (staging, stagingPath) = Self.stagingLocation(
             inFolder: run.stagingFolder, source: options.sourceName, itemID: job.item.id, asset: job.asset)
@@ -350,6 +352,10 @@ public struct Pipeline: Sendable {
                     // Bytes this attempt brought before it failed (what a success brings is counted above).
                     transferred += max(0, kept - (response.restarts || response.status == 200 ? 0 : resumeFrom))
                 }
+                if error is ClaimLost {
+                    run.report(.notice("\(ref): another worker took it over (this worker's lease ran out); left to it"))
+                    return
+                }
                 let transportError = error as? TransportError
                 let cancelled = error is CancellationError || (transportError?.code == .cancelled && Task.isCancelled)
                 if Task.isCancelled || cancelled {
@@ -407,10 +413,23 @@ public struct Pipeline: Sendable {
         if !sink.commitsEachStore && !verifiedBefore {
             ledger?.verified(job.key, size: staged.size, sha256: staged.sha256)
         }
+        if let shared = options.shared {
+            // The store happens under the claim: a worker whose lease ran out leaves the item to its new claimant.
+            guard try shared.confirmClaim(job.key) else { throw ClaimLost() }
+            // A claimant before this one may have stored it and died before recording it: recorded, not stored again.
+            let expected = StoredRecord(location: job.plan.relativePath, size: staged.size, sha256: staged.sha256)
+            if (try? await sink.keep(job.plan, stored: expected)) == true {
+                ledger?.stored(job.key, expected)
+                try? ledger?.flush()
+                return expected.location
+            }
+        }
         let location = try await sink.store(staged, as: job.plan)
         let record = StoredRecord(location: location, size: staged.size, sha256: staged.sha256)
         if sink.commitsEachStore {
             ledger?.stored(job.key, record)
+            // Shared: recorded at once, so that the window in which another claimant could find it unrecorded is short.
+            if options.shared != nil { try? ledger?.flush() }
         } else {
             run.deferStored(job.key, record, keptAt: path)
         }
