@@ -33,6 +33,7 @@ extension Pipeline {
         var configured = self
         configured.options.ledger = ledger
         configured.options.shared = ledger
+        configured.options.sharedPatience = shared.patience
         let pipeline = configured
         let run = RunState(
             ledger: ledger, events: events, transfers: options.concurrency, stagingFolder: options.stagingDirectory.path)

@@ -29,6 +29,8 @@ public struct Pipeline: Sendable {
         public var policy: DownloadPolicy
         /// Set when this run is one worker of a shared run: every store happens under a confirmed claim.
         var shared: (any SharedRunLedger)?
+        /// How long a worker of a shared run waits for an unreachable ledger.
+        var sharedPatience: Duration = .seconds(60)
 
         public init(
             concurrency: Int,
@@ -352,6 +354,12 @@ public struct Pipeline: Sendable {
                     // Bytes this attempt brought before it failed (what a success brings is counted above).
                     transferred += max(0, kept - (response.restarts || response.status == 200 ? 0 : resumeFrom))
                 }
+                if let away = error as? LedgerAway {
+                    // The ledger stayed away: the download is kept for later, and the worker stops taking work.
+                    run.stop(away.message)
+                    pause(job, kept: kept, transferred: transferred, run)
+                    return
+                }
                 if error is ClaimLost {
                     run.report(.notice("\(ref): another worker took it over (this worker's lease ran out); left to it"))
                     return
@@ -415,7 +423,8 @@ public struct Pipeline: Sendable {
         }
         if let shared = options.shared {
             // The store happens under the claim: a worker whose lease ran out leaves the item to its new claimant.
-            guard try shared.confirmClaim(job.key) else { throw ClaimLost() }
+            let retry = LedgerRetry(ledger: shared, patience: options.sharedPatience, run: run)
+            guard try await retry({ try shared.confirmClaim(job.key) }) else { throw ClaimLost() }
             // A claimant before this one may have stored it and died before recording it: recorded, not stored again.
             let expected = StoredRecord(location: job.plan.relativePath, size: staged.size, sha256: staged.sha256)
             if (try? await sink.keep(job.plan, stored: expected)) == true {
