@@ -246,4 +246,25 @@ extension PostgreSQLLedger: SharedRunLedger {
                 [.text(run), .text(worker), .text(state)])
         }
     }
+
+    public func workers() throws -> [SharedRunWorker] {
+        try flush()
+        return try withConnection { connection in
+            let rows = try connection.query(
+                """
+                SELECT w.worker, w.state, (SELECT count(*) FROM mediafetch_items i WHERE i.run = w.run
+                        AND i.claimed_by = w.worker AND i.status <> 'stored' AND i.lease_until > now()),
+                    w.stored, w.bytes, extract(epoch FROM w.joined_at), extract(epoch FROM w.heartbeat_at)
+                FROM mediafetch_workers w WHERE w.run = $1 ORDER BY w.joined_at, w.worker
+                """, [.text(run)])
+            return (0..<rows.count).map { row in
+                SharedRunWorker(
+                    worker: rows.text(row, 0) ?? "", state: rows.text(row, 1) ?? "",
+                    claimed: Int(rows.int64(row, 2) ?? 0), stored: Int(rows.int64(row, 3) ?? 0),
+                    bytes: rows.int64(row, 4) ?? 0,
+                    joinedAt: Date(timeIntervalSince1970: rows.double(row, 5) ?? 0),
+                    lastHeartbeat: Date(timeIntervalSince1970: rows.double(row, 6) ?? 0))
+            }
+        }
+    }
 }

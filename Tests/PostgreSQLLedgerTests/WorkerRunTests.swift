@@ -78,6 +78,19 @@ struct WorkerRunTests {
         var summary: RunSummary
     }
 
+    struct StatusReport: Decodable {
+        struct Worker: Decodable {
+            var worker: String
+            var state: String
+            var claimed: Int
+            var stored: Int
+        }
+
+        var run: String
+        var totals: [String: Int]
+        var workers: [Worker]
+    }
+
     @Test func threeWorkersOneKilledStoreEveryItemOnceUnderTheNamesOfOne() async throws {
         try await PostgreSQLServer.with { database in
             let setup = try Setup(database: database)
@@ -115,6 +128,18 @@ struct WorkerRunTests {
             #expect(entries.count == reference.count)
             #expect(entries.allSatisfy { $0.status == .stored })
             #expect(Set(entries.compactMap(\.location)).count == reference.count)
+
+            let status = try await WorkerChild.run(["status", config, "--json"], in: setup.folder)
+            let shown = try JSONDecoder().decode(StatusReport.self, from: Data(status.stdout.utf8))
+            #expect(shown.run == "shared")
+            #expect(shown.totals["stored"] == reference.count)
+            #expect(Set(shown.workers.map(\.worker)) == ["w1", "w2", "w3"])
+            #expect(shown.workers.first { $0.worker == "w2" }?.state == "running")
+            #expect(shown.workers.filter { $0.worker != "w2" }.allSatisfy { $0.state == "done" && $0.claimed == 0 })
+            #expect(shown.workers.map(\.stored).reduce(0, +) <= reference.count)
+            let text = try await WorkerChild.run(["status", config], in: setup.folder)
+            #expect(text.stdout.contains("stored: \(reference.count)"))
+            #expect(text.stdout.contains("w2: silent"))
 
             let fourth = try await WorkerChild.run(["run", config, "--quiet", "--json", "--worker", "w4"], in: setup.folder)
             #expect(fourth.status == 0, "\(fourth.stderr)")

@@ -90,5 +90,48 @@ public protocol SharedRunLedger: RunLedger {
 
     /// Leaves the run, saying how this worker ended (`done`, `interrupted`, `paused`).
     func leave(state: String) throws
+
+    /// Every worker that joined the run, with what it holds and has done (`mediafetch status`).
+    func workers() throws -> [SharedRunWorker]
+}
+
+/// One worker of a shared run, as `mediafetch status` shows it.
+public struct SharedRunWorker: Sendable, Hashable, Codable {
+    public var worker: String
+    /// `running`, `done`, `interrupted` or `paused` (as it said when it left; a killed worker stays `running` with
+    /// an old heartbeat).
+    public var state: String
+    /// Assets it holds under a live lease now.
+    public var claimed: Int
+    /// Files it stored since it joined.
+    public var stored: Int
+    /// Bytes it downloaded since it joined.
+    public var bytes: Int64
+    public var joinedAt: Date
+    public var lastHeartbeat: Date
+
+    public init(
+        worker: String, state: String, claimed: Int, stored: Int, bytes: Int64, joinedAt: Date, lastHeartbeat: Date
+    ) {
+        self.worker = worker
+        self.state = state
+        self.claimed = claimed
+        self.stored = stored
+        self.bytes = bytes
+        self.joinedAt = joinedAt
+        self.lastHeartbeat = lastHeartbeat
+    }
+
+    /// Bytes per second over the time it has worked.
+    public var bytesPerSecond: Double {
+        let seconds = lastHeartbeat.timeIntervalSince(joinedAt)
+        return seconds > 0 ? Double(bytes) / seconds : 0
+    }
+
+    /// Files per second over the time it has worked.
+    public var storedPerSecond: Double {
+        let seconds = lastHeartbeat.timeIntervalSince(joinedAt)
+        return seconds > 0 ? Double(stored) / seconds : 0
+    }
 }
 

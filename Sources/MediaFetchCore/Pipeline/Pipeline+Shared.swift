@@ -74,6 +74,8 @@ extension Pipeline {
         // the lease.
         run.flushLedger(force: true)
         try? ledger.releaseClaims()
+        let (stored, bytes) = run.tally.withLock { ($0.stored, $0.bytesTransferred) }
+        try? ledger.heartbeat(stored: stored, bytes: bytes)
         let interrupted = run.tally.withLock { $0.interrupted }
         try? ledger.leave(state: away != nil ? "paused" : interrupted ? "interrupted" : "done")
         do {
