@@ -81,6 +81,25 @@ extension PostgreSQLLedger: SharedRunLedger {
         }
     }
 
+    public func storedEntries(_ keys: [LedgerKey]) throws -> [LedgerKey: LedgerEntry] {
+        guard !keys.isEmpty else { return [:] }
+        return try withConnection { connection in
+            let list = try keys.map {
+                "(\(try connection.literal($0.source)), \(try connection.literal($0.itemID)), "
+                    + "\(try connection.literal($0.asset.rawValue)))"
+            }.joined(separator: ", ")
+            let rows = try connection.query(
+                "SELECT \(Self.columns) FROM mediafetch_items WHERE run = $1 AND status = 'stored' "
+                    + "AND (source, item_id, asset) IN (\(list))", [.text(run)])
+            var found: [LedgerKey: LedgerEntry] = [:]
+            for row in 0..<rows.count {
+                let entry = try Self.entry(rows, row)
+                found[entry.key] = entry
+            }
+            return found
+        }
+    }
+
     public func addPlanned(_ assets: [PlannedAsset]) throws {
         guard !assets.isEmpty else { return }
         let encoder = JSONEncoder()
@@ -141,6 +160,7 @@ extension PostgreSQLLedger: SharedRunLedger {
     public func claim(limit: Int) throws -> [PlannedAsset] {
         try flush()
         let since = joinedAt.withLock { $0 }
+        let sent = ContinuousClock.now
         let rows = try withConnection { connection in
             try connection.query(
                 """
@@ -180,26 +200,49 @@ extension PostgreSQLLedger: SharedRunLedger {
                     plan: StoragePlan(item: item.ref, asset: entry.key.asset, relativePath: path), url: url,
                     sequence: rows.int64(row, 15) ?? 0, entry: known))
         }
+        claimedAt.withLock { known in
+            for asset in claimed { known[asset.key] = sent }
+        }
         return claimed.sorted { $0.sequence < $1.sequence }
     }
 
     public func heartbeat(stored: Int, bytes: Int64) throws {
-        try withConnection { connection in
-            try connection.execute(
+        let sent = ContinuousClock.now
+        let renewed = try withConnection { connection in
+            let rows = try connection.query(
                 """
-                BEGIN;
-                UPDATE mediafetch_items SET lease_until = now() + '\(leaseSeconds) seconds'::interval
-                    WHERE run = \(try connection.literal(run)) AND claimed_by = \(try connection.literal(worker))
-                    AND status <> 'stored';
-                UPDATE mediafetch_workers SET heartbeat_at = now(), stored = \(stored), bytes = \(bytes), state = 'running'
-                    WHERE run = \(try connection.literal(run)) AND worker = \(try connection.literal(worker));
-                COMMIT;
-                """)
+                UPDATE mediafetch_items SET lease_until = now() + ($3 || ' seconds')::interval
+                WHERE run = $1 AND claimed_by = $2 AND status <> 'stored'
+                RETURNING source, item_id, asset
+                """, [.text(run), .text(worker), .text(leaseSeconds)])
+            try connection.query(
+                """
+                UPDATE mediafetch_workers SET heartbeat_at = now(), stored = $3, bytes = $4, state = 'running'
+                WHERE run = $1 AND worker = $2
+                """, [.text(run), .text(worker), .text(String(stored)), .text(String(bytes))])
+            return Set(
+                (0..<rows.count).compactMap { row -> LedgerKey? in
+                    guard let source = rows.text(row, 0), let id = rows.text(row, 1),
+                        let asset = rows.text(row, 2).flatMap(AssetKind.init)
+                    else { return nil }
+                    return LedgerKey(source: source, itemID: id, asset: asset)
+                })
+        }
+        // Only the claims the server renewed are fresh; one it no longer counts as this worker's is forgotten.
+        claimedAt.withLock { known in
+            for key in Array(known.keys) { known[key] = renewed.contains(key) ? sent : nil }
         }
     }
 
     public func confirmClaim(_ key: LedgerKey) throws -> Bool {
-        try withConnection { connection in
+        // Renewed (or claimed) less than two thirds of a lease ago: no one else can have it yet. Leases are measured
+        // by the server's clock from a moment after `sent`, so this side's clock only ever errs short.
+        let fresh = claimedAt.withLock { known in
+            known[key].map { ContinuousClock.now - $0 < lease * 2 / 3 } ?? false
+        }
+        if fresh { return true }
+        let sent = ContinuousClock.now
+        let confirmed = try withConnection { connection in
             try connection.query(
                 """
                 UPDATE mediafetch_items SET lease_until = now() + ($6 || ' seconds')::interval
@@ -212,9 +255,12 @@ extension PostgreSQLLedger: SharedRunLedger {
                 ]
             ).count == 1
         }
+        claimedAt.withLock { $0[key] = confirmed ? sent : nil }
+        return confirmed
     }
 
     public func releaseClaims() throws {
+        claimedAt.withLock { $0.removeAll() }
         try flush()
         _ = try withConnection { connection in
             try connection.query(

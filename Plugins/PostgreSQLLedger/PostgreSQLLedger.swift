@@ -63,6 +63,13 @@ public final class PostgreSQLLedger: Sendable {
     }
 
     private let queue = Mutex(Queue())
+    /// Every run key this process took since its ``resetRunKeys()``, nil before one. The planner resets the keys
+    /// and is the only one to take any while it holds the planning lock, so these are all there are and a lookup
+    /// needs no round trip (the price: a planned name's key in memory per item, for the planner only).
+    private let takenHere = Mutex<[RunKeyID: String?]?>(nil)
+    /// When each claim this worker holds was last known live on the server (taken before the statement that set
+    /// its lease was sent): a store within the lease of it needs no round trip to confirm the claim.
+    let claimedAt = Mutex<[LedgerKey: ContinuousClock.Instant]>([:])
     /// Held from taking a batch to its commit, so that batches reach the server in the order they were queued.
     private let commitGate = Mutex(())
     /// The connection, made again after it broke; held while a batch is written or the ledger read.
@@ -309,12 +316,14 @@ extension PostgreSQLLedger: RunLedger {
                 queue.runKeys.removeAll()
             }
             _ = try withConnection { try $0.query("DELETE FROM mediafetch_run_keys WHERE run = $1", [.text(run)]) }
+            takenHere.withLock { $0 = [:] }
         }
     }
 
     public func runKey(scope: String, key: String) throws -> String?? {
         // The gate first, so that no batch is between the queue and the server while we look.
-        try commitGate.withLock { _ in
+        if let taken = takenHere.withLock({ $0 }) { return taken[RunKeyID(scope: scope, key: key)] }
+        return try commitGate.withLock { _ in
             if let queued = queue.withLock({ $0.runKeys[RunKeyID(scope: scope, key: key)] }) { return .some(queued) }
             return try withConnection { connection in
                 let rows = try connection.query(
@@ -330,6 +339,7 @@ extension PostgreSQLLedger: RunLedger {
             queue.pending.append(.runKey(scope: scope, key: key, value: value))
             queue.runKeys[RunKeyID(scope: scope, key: key)] = .some(value)
         }
+        takenHere.withLock { $0?[RunKeyID(scope: scope, key: key)] = .some(value) }
     }
 
     public func begin(_ key: LedgerKey, title: String, url: URL) {
@@ -344,15 +354,22 @@ extension PostgreSQLLedger: RunLedger {
         enqueue(.verified(key, size: size, sha256: sha256))
     }
 
-    public func stored(_ key: LedgerKey, _ record: StoredRecord) { enqueue(.stored(key, record)) }
+    public func stored(_ key: LedgerKey, _ record: StoredRecord) {
+        enqueue(.stored(key, record))
+        claimedAt.withLock { _ = $0.removeValue(forKey: key) }
+    }
 
     public func failed(_ key: LedgerKey, reason: String, receivedBytes: Int64) {
         enqueue(.failed(key, reason: reason, received: receivedBytes))
+        claimedAt.withLock { _ = $0.removeValue(forKey: key) }
     }
 
     public func retrying(_ key: LedgerKey) { enqueue(.retrying(key)) }
 
-    public func paused(_ key: LedgerKey, receivedBytes: Int64) { enqueue(.paused(key, received: receivedBytes)) }
+    public func paused(_ key: LedgerKey, receivedBytes: Int64) {
+        enqueue(.paused(key, received: receivedBytes))
+        claimedAt.withLock { _ = $0.removeValue(forKey: key) }
+    }
 
     public func flushIfDue() throws {
         let due = queue.withLock { queue in

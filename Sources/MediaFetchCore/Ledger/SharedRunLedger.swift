@@ -63,6 +63,9 @@ public protocol SharedRunLedger: RunLedger {
     /// - Returns: true when this worker is now the planner.
     func tryToPlan() throws -> Bool
 
+    /// The stored entries among `keys` (the planner asks the sink whether it still holds them).
+    func storedEntries(_ keys: [LedgerKey]) throws -> [LedgerKey: LedgerEntry]
+
     /// Writes planned assets (in source order); an asset already in the run keeps its status, and takes the
     /// planned name and place given here.
     func addPlanned(_ assets: [PlannedAsset]) throws

@@ -17,7 +17,7 @@ extension Pipeline {
         /// How often the worker looks for work when there was none to claim.
         public var pollInterval: Duration
 
-        public init(patience: Duration = .seconds(60), pollInterval: Duration = .milliseconds(200)) {
+        public init(patience: Duration = .seconds(60), pollInterval: Duration = .milliseconds(50)) {
             self.patience = patience
             self.pollInterval = pollInterval
         }
@@ -126,14 +126,31 @@ extension Pipeline {
             seen: SeenIDs(ledger: ledger))
         let batch = Mutex<[PlannedAsset]>([])
         let sequence = Mutex<Int64>(0)
+        let sent = Mutex(0)
         let sink = self.sink
         let sourceName = options.sourceName
-        @Sendable func send() throws {
+        // What an earlier round stored is looked up a batch at a time (one query, not one an item); what the sink
+        // still holds is reported already stored and left out, the rest is (again) to be fetched.
+        @Sendable func send() async throws {
             let assets = batch.withLock { pending in
                 defer { pending.removeAll() }
                 return pending
             }
-            try ledger.addPlanned(assets)
+            guard !assets.isEmpty else { return }
+            let stored = try ledger.storedEntries(assets.map(\.key))
+            var planned: [PlannedAsset] = []
+            for var asset in assets {
+                if let entry = stored[asset.key], let record = entry.storedRecord {
+                    if (try? await sink.keep(asset.plan, stored: record)) == true {
+                        run.report(.alreadyStored(asset.item.ref, asset: asset.key.asset, location: record.location))
+                        continue
+                    }
+                    asset.entry = entry
+                }
+                planned.append(asset)
+            }
+            try ledger.addPlanned(planned)
+            sent.withLock { $0 += assets.count }
         }
         do {
             try await source.run(context) { output in
@@ -152,26 +169,22 @@ extension Pipeline {
                             run.report(.failed(item.ref, url: url, reason: String(describing: error)))
                             continue
                         }
-                        let entry = try ledger.committedEntry(key)
-                        if let record = entry?.storedRecord, (try? await sink.keep(plan, stored: record)) == true {
-                            run.report(.alreadyStored(item.ref, asset: asset, location: record.location))
-                            continue
-                        }
                         let place = sequence.withLock { next in
                             defer { next += 1 }
                             return next
                         }
-                        let planned = PlannedAsset(
-                            key: key, item: item, plan: plan, url: url, sequence: place, entry: entry)
-                        if batch.withLock({ $0.append(planned); return $0.count }) >= 256 { try send() }
+                        let planned = PlannedAsset(key: key, item: item, plan: plan, url: url, sequence: place)
+                        let count = batch.withLock { $0.append(planned); return $0.count }
+                        // The first few go at once, so that workers start while the source goes on.
+                        if count >= (sent.withLock { $0 } == 0 ? 16 : 256) { try await send() }
                     }
                 }
             }
         } catch let error as SourceError {
-            try send()
+            try await send()
             return error.message
         }
-        try send()
+        try await send()
         return nil
     }
 

@@ -429,7 +429,6 @@ public struct Pipeline: Sendable {
             let expected = StoredRecord(location: job.plan.relativePath, size: staged.size, sha256: staged.sha256)
             if (try? await sink.keep(job.plan, stored: expected)) == true {
                 ledger?.stored(job.key, expected)
-                try? ledger?.flush()
                 return expected.location
             }
         }
@@ -437,8 +436,6 @@ public struct Pipeline: Sendable {
         let record = StoredRecord(location: location, size: staged.size, sha256: staged.sha256)
         if sink.commitsEachStore {
             ledger?.stored(job.key, record)
-            // Shared: recorded at once, so that the window in which another claimant could find it unrecorded is short.
-            if options.shared != nil { try? ledger?.flush() }
         } else {
             run.deferStored(job.key, record, keptAt: path)
         }
