@@ -83,7 +83,8 @@ http {
     fastcgi_temp_path $WORK/nginx/tmp/fastcgi;
     uwsgi_temp_path $WORK/nginx/tmp/uwsgi;
     scgi_temp_path $WORK/nginx/tmp/scgi;
-    server { listen 127.0.0.1:$SLOW_PORT; root $TREE; limit_rate $RATE; }
+    # sendfile_max_chunk: without it a whole preview goes in one sendfile call, before limit_rate can act.
+    server { listen 127.0.0.1:$SLOW_PORT; root $TREE; limit_rate $RATE; sendfile_max_chunk 32k; }
     server { listen 127.0.0.1:$FAST_PORT; root $TREE; }
 }
 CONF
