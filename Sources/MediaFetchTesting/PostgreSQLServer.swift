@@ -38,8 +38,8 @@ public final class PostgreSQLServer: Sendable {
     public let port: Int
     /// The scratch folder: the cluster (`data`), the server log (`server.log`) and the unix socket.
     public let folder: URL
-    /// A libpq URI for the cluster over TCP: `postgresql://postgres@127.0.0.1:PORT/postgres`.
-    public var uri: String { "postgresql://\(Self.user)@127.0.0.1:\(port)/\(Self.database)" }
+    /// A libpq URI for the cluster over TCP: `postgresql://postgres@127.0.0.1:PORT/postgres` (the listen address).
+    public var uri: String { "postgresql://\(Self.user)@\(listenAddress):\(port)/\(Self.database)" }
     /// The same server over its unix socket (libpq's `host` query parameter naming the folder).
     public var socketURI: String { "postgresql://\(Self.user)@/\(Self.database)?host=\(folder.path)&port=\(port)" }
 
@@ -54,7 +54,9 @@ public final class PostgreSQLServer: Sendable {
     ///   its own (network namespaces).
     /// - Throws: ``MissingProgram`` naming `initdb`/`pg_ctl` and the package that brings them; an error quoting
     ///   the server's log when the cluster cannot be made or started.
-    public init(listenAddress: String = "127.0.0.1") throws {
+    ///   - trustedNetworks: networks (CIDR, `10.1.2.0/24`) whose clients may connect without a password, besides
+    ///     loopback.
+    public init(listenAddress: String = "127.0.0.1", trustedNetworks: [String] = []) throws {
         let initdb = try Self.initdb.locate()
         pgCtlPath = try Self.pgCtl.locate().path
         self.listenAddress = listenAddress
@@ -79,6 +81,13 @@ public final class PostgreSQLServer: Sendable {
                 initdb.path,
                 ["-D", dataFolder, "-U", Self.user, "-A", "trust", "--no-sync", "-E", "UTF8", "--locale=C.UTF-8"],
                 what: "initdb")
+            if !trustedNetworks.isEmpty {
+                let hba = URL(fileURLWithPath: dataFolder).appendingPathComponent("pg_hba.conf")
+                let handle = try FileHandle(forWritingTo: hba)
+                defer { try? handle.close() }
+                try handle.seekToEnd()
+                try handle.write(contentsOf: Data(trustedNetworks.map { "host all all \($0) trust\n" }.joined().utf8))
+            }
             try start()
         } catch {
             removeFolder()
@@ -88,9 +97,11 @@ public final class PostgreSQLServer: Sendable {
 
     /// Runs `body` with a cluster of its own, stopped and removed however `body` ends.
     public static func with<T: Sendable>(
-        listenAddress: String = "127.0.0.1", _ body: (PostgreSQLServer) async throws -> T
+        listenAddress: String = "127.0.0.1", trustedNetworks: [String] = [], _ body: (PostgreSQLServer) async throws -> T
     ) async throws -> T {
-        let server = try await offThePool { try PostgreSQLServer(listenAddress: listenAddress) }
+        let server = try await offThePool {
+            try PostgreSQLServer(listenAddress: listenAddress, trustedNetworks: trustedNetworks)
+        }
         do {
             let result = try await body(server)
             await offThePool { server.shutDown() }

@@ -179,6 +179,28 @@ struct WorkerRunTests {
         }
     }
 
+    @Test func ctrlCGivesClaimsBackAtOnceAndExits130() async throws {
+        try await PostgreSQLServer.with { database in
+            let setup = try Setup(database: database, previewDelay: 0.5)
+            defer { setup.close() }
+            let config = try setup.config(name: "sigint", collection: "sigint", items: 30)
+            let worker = try WorkerChild(["run", config, "--quiet", "--worker", "i1"], in: setup.folder)
+            try await waitFor("a file stored", seconds: 60) { try setup.files("sigint").count >= 1 }
+            kill(worker.process.processIdentifier, SIGINT)
+            let outcome = try await worker.wait()
+            #expect(outcome.status == 130, "\(outcome.stderr)\n\(outcome.stdout)")
+            let status = try await WorkerChild.run(["status", config, "--json"], in: setup.folder)
+            let shown = try JSONDecoder().decode(StatusReport.self, from: Data(status.stdout.utf8))
+            #expect(shown.workers.map(\.worker) == ["i1"])
+            #expect(shown.workers.first?.state == "interrupted")
+            #expect(shown.workers.first?.claimed == 0)
+            // Another worker takes over the rest and completes the run.
+            let next = try await WorkerChild.run(["run", config, "--quiet", "--worker", "i2"], in: setup.folder)
+            #expect(next.status == 0, "\(next.stderr)")
+            #expect(try setup.files("sigint").count == 30)
+        }
+    }
+
     @Test func twoWorkersRacingToPlanPlanOnce() async throws {
         try await PostgreSQLServer.with { database in
             let setup = try Setup(database: database, previewDelay: 0)
@@ -222,13 +244,13 @@ final class WorkerChild: @unchecked Sendable {
     let process = Process()
     private let scratch: URL
 
-    init(_ arguments: [String], in directory: URL) throws {
+    init(_ arguments: [String], in directory: URL, executable: URL? = nil) throws {
         scratch = FileManager.default.temporaryDirectory.appendingPathComponent("child-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: scratch, withIntermediateDirectories: true)
         for name in ["stdout", "stderr"] {
             _ = FileManager.default.createFile(atPath: scratch.appendingPathComponent(name).path, contents: nil)
         }
-        process.executableURL = try Self.binary()
+        process.executableURL = try executable ?? Self.binary()
         process.arguments = arguments
         process.currentDirectoryURL = directory
         process.standardOutput = try FileHandle(forWritingTo: scratch.appendingPathComponent("stdout"))

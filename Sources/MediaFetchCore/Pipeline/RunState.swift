@@ -101,8 +101,14 @@ final class RunState: Sendable {
                 return !seen
             }
             if first {
-                events(
-                    .notice("the ledger could not be written (\(error)); this run's progress will not be remembered"))
+                if let error = error as? LedgerError, error.isUnreachable {
+                    // A ledger on a server keeps its writes queued until the server answers again.
+                    events(.notice("the ledger does not answer (\(error)); its writes wait until it does"))
+                } else {
+                    events(
+                        .notice(
+                            "the ledger could not be written (\(error)); this run's progress will not be remembered"))
+                }
             }
             return false
         }
