@@ -158,7 +158,6 @@ extension PostgreSQLLedger: SharedRunLedger {
     }
 
     public func claim(limit: Int) throws -> [PlannedAsset] {
-        try flush()
         let since = joinedAt.withLock { $0 }
         let sent = ContinuousClock.now
         let rows = try withConnection { connection in
@@ -272,6 +271,8 @@ extension PostgreSQLLedger: SharedRunLedger {
     }
 
     public func progress() throws -> SharedRunProgress {
+        // This worker's own failures and stores must be on the server before it counts what is open.
+        try flush()
         let since = joinedAt.withLock { $0 }
         return try withConnection { connection in
             let rows = try connection.query(

@@ -60,6 +60,16 @@ public final class PostgreSQLLedger: Sendable {
         case paused(LedgerKey, received: Int64)
         case retrying(LedgerKey)
         case runKey(scope: String, key: String, value: String?)
+
+        /// The asset the write is about; nil for a run key.
+        var item: LedgerKey? {
+            switch self {
+            case .begin(let key, _, _), .responded(let key, _, _), .verified(let key, _, _), .stored(let key, _),
+                .failed(let key, _, _), .paused(let key, _), .retrying(let key):
+                key
+            case .runKey: nil
+            }
+        }
     }
 
     private let queue = Mutex(Queue())
@@ -185,7 +195,17 @@ public final class PostgreSQLLedger: Sendable {
             try withConnection { connection in
                 let now = Date().timeIntervalSince1970
                 var sql = "BEGIN;\n"
-                for write in writes { sql += try statement(write, connection, now: now) + ";\n" }
+                let merged = Self.wholeDownloads(writes)
+                var written: Set<LedgerKey> = []
+                for write in writes {
+                    if let key = write.item, let download = merged[key] {
+                        // A key's whole download is one statement, at its first write (rows do not depend on each
+                        // other).
+                        if written.insert(key).inserted { sql += try statement(download, key, connection, now: now) + ";\n" }
+                        continue
+                    }
+                    sql += try statement(write, connection, now: now) + ";\n"
+                }
                 sql += "COMMIT;"
                 try connection.execute(sql)
             }
@@ -196,6 +216,60 @@ public final class PostgreSQLLedger: Sendable {
             }
             throw error
         }
+    }
+
+    /// A download whose writes in one batch are exactly begun, answered (once or more), stored.
+    struct WholeDownload {
+        var title: String
+        var url: String
+        var validator: Validator?
+        var record: StoredRecord
+    }
+
+    /// The keys of `writes` whose writes are one whole download, folded (the common case: three statements become one).
+    static func wholeDownloads(_ writes: [Write]) -> [LedgerKey: WholeDownload] {
+        var byKey: [LedgerKey: [Write]] = [:]
+        for write in writes {
+            if let key = write.item { byKey[key, default: []].append(write) }
+        }
+        var whole: [LedgerKey: WholeDownload] = [:]
+        for (key, list) in byKey where list.count >= 3 {
+            guard case .begin(_, let title, let url) = list[0], case .stored(_, let record) = list[list.count - 1]
+            else { continue }
+            var validator: Validator??
+            for write in list.dropFirst().dropLast() {
+                guard case .responded(_, let answered, _) = write else {
+                    validator = nil
+                    break
+                }
+                validator = .some(answered)
+            }
+            guard let validator else { continue }
+            whole[key] = WholeDownload(title: title, url: url, validator: validator, record: record)
+        }
+        return whole
+    }
+
+    /// The one statement of a whole download: the row as begin, responded and stored leave it.
+    private func statement(
+        _ download: WholeDownload, _ item: LedgerKey, _ connection: PGConnection, now: Double
+    ) throws -> String {
+        let record = download.record
+        return """
+            INSERT INTO mediafetch_items AS i (run, source, item_id, asset, title, url, etag, last_modified,
+                expected_bytes, received_bytes, sha256, status, attempts, location, updated_at)
+            VALUES (\(try connection.literal(run)), \(try connection.literal(item.source)),
+                \(try connection.literal(item.itemID)), \(try connection.literal(item.asset.rawValue)),
+                \(try connection.literal(download.title)), \(try connection.literal(download.url)),
+                \(try connection.literal(download.validator?.etag)), \(try connection.literal(download.validator?.lastModified)),
+                \(record.size), \(record.size), \(try connection.literal(record.sha256)), 'stored', 1,
+                \(try connection.literal(record.location)), \(now))
+            ON CONFLICT (run, source, item_id, asset) DO UPDATE SET
+                title = excluded.title, url = excluded.url, etag = excluded.etag, last_modified = excluded.last_modified,
+                expected_bytes = excluded.expected_bytes, received_bytes = excluded.received_bytes,
+                sha256 = excluded.sha256, status = 'stored', reason = NULL, attempts = 1, location = excluded.location,
+                updated_at = excluded.updated_at, claimed_by = NULL, lease_until = NULL
+            """
     }
 
     /// The statement of one write, values quoted by libpq.
@@ -335,11 +409,17 @@ extension PostgreSQLLedger: RunLedger {
     }
 
     public func takeRunKey(scope: String, key: String, value: String?) {
+        // After a reset this process holds every key there is (see ``takenHere``): none goes to the server.
+        let held = takenHere.withLock { taken -> Bool in
+            guard taken != nil else { return false }
+            taken?[RunKeyID(scope: scope, key: key)] = .some(value)
+            return true
+        }
+        guard !held else { return }
         queue.withLock { queue in
             queue.pending.append(.runKey(scope: scope, key: key, value: value))
             queue.runKeys[RunKeyID(scope: scope, key: key)] = .some(value)
         }
-        takenHere.withLock { $0?[RunKeyID(scope: scope, key: key)] = .some(value) }
     }
 
     public func begin(_ key: LedgerKey, title: String, url: URL) {

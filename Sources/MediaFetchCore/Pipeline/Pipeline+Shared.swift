@@ -211,7 +211,9 @@ extension Pipeline {
                 try Task.checkCancellation()
                 if run.stopReason != nil || overBudget(run) { break }
                 var claimedAny = false
-                if running < limit {
+                // Claims go in batches: a claim per finished download would cost a round trip each.
+                let batch = min(64, max(1, limit / 4))
+                if limit - running >= batch || running == 0 {
                     let room = min(limit - running, 64)
                     let claimed = try await retry { try ledger.claim(limit: room) }
                     for asset in claimed {
@@ -230,7 +232,7 @@ extension Pipeline {
                         if progress.planned && progress.open == 0 { break }
                     }
                 }
-                if claimedAny && running < limit { continue }
+                if claimedAny && limit - running >= batch { continue }
                 if !polling {
                     polling = true
                     group.addTask {
