@@ -168,12 +168,25 @@ for row in $ROWS; do
         'BEGIN { for (i = 0; i < n; i++) printf "%s/d%04d/f%07d.bin\n", base, int(i / 1000), i }' > "$list"
     bytes=$(( count * kb * 1024 ))
     declare -A walls=() rss=()
-    for _ in $(seq "$RUNS"); do
+    rerun=""
+    for round in $(seq "$RUNS"); do
         for tool in $TOOLS; do
             [[ $tool == wget ]] && (( count > WGET_MAX )) && continue
             read -r wall kb_rss < <(run_one "$tool" "$list" "$count" "$bytes")
             walls[$tool]+="$wall"$'\n'
             rss[$tool]+="$kb_rss"$'\n'
+            # The re-run, over what the last round's mediafetch-nosync stored: no request may reach nginx.
+            if [[ $tool == mediafetch-nosync && $round == "$RUNS" && $wall != FAIL ]]; then
+                before=$(requests)
+                (cd "$OUT" && /usr/bin/time -f "%e %M" -o "$WORK/time.txt" "$MEDIAFETCH" run \
+                    "$(mediafetch_config "$list" false)" --quiet > "$WORK/rerun.log" 2>&1) \
+                    || { echo "  the re-run failed:" >&2; tail -5 "$WORK/rerun.log" >&2; }
+                after=$(requests)
+                read -r rwall rkb < "$WORK/time.txt"
+                rerun=$(printf '%-22s %-20s %9s %10s %9s  (%d requests; %s)' "$count x $kb KiB" "mediafetch re-run" \
+                    "$rwall" "$(awk -v k="$rkb" 'BEGIN { printf "%.1f", k / 1024 }')" "-" "$(( after - before ))" \
+                    "$(tail -1 "$WORK/rerun.log")")
+            fi
         done
     done
     curl_wall=$(printf '%s' "${walls[curl]:-}" | median)
@@ -185,18 +198,7 @@ for row in $ROWS; do
         mib=$(awk -v k="$peak" 'BEGIN { if (k == "FAIL") print "FAIL"; else printf "%.1f", k / 1024 }')
         printf '%-22s %-20s %9s %10s %9s\n' "$count x $kb KiB" "$tool" "$wall" "$mib" "$ratio"
     done
-    # The re-run over everything stored: mediafetch once more over the last tool's output, which must be its.
-    if [[ " $TOOLS " == *" mediafetch-nosync "* ]]; then
-        read -r _ _ < <(run_one mediafetch-nosync "$list" "$count" "$bytes")
-        before=$(requests)
-        config=$(mediafetch_config "$list" false)
-        (cd "$OUT" && /usr/bin/time -f "%e %M" -o "$WORK/time.txt" "$MEDIAFETCH" run "$config" --quiet \
-            > "$WORK/rerun.log" 2>&1) || { echo "  the re-run failed:" >&2; tail -5 "$WORK/rerun.log" >&2; }
-        after=$(requests)
-        read -r wall kb_rss < "$WORK/time.txt"
-        printf '%-22s %-20s %9s %10s %9s  (%d requests)\n' "$count x $kb KiB" "mediafetch re-run" "$wall" \
-            "$(awk -v k="$kb_rss" 'BEGIN { printf "%.1f", k / 1024 }')" "-" "$(( after - before ))"
-    fi
+    [[ -n $rerun ]] && echo "$rerun"
     unset walls rss
     rm -rf "$OUT" "$OUT.state"
 done

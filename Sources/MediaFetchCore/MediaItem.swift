@@ -108,7 +108,11 @@ extension MediaItem {
     /// `mzaf_1.plus.aac.p.m4a`); empty when the URL has none that looks like one (short, ASCII
     /// letters and digits), so a name is never given a made-up type.
     public func fileExtension(for asset: AssetKind) -> String {
-        let ext = url(for: asset)?.pathExtension.lowercased() ?? ""
+        let url = url(for: asset)
+        // Most URLs end in a plain name like `f00001.m4a`, read on bytes: URL.pathExtension decodes the whole
+        // path and cost a tenth of a re-run's planning, once per item.
+        if let url, let ext = Self.plainExtension(ofEncodedPath: url.path(percentEncoded: true)) { return ext }
+        let ext = url?.pathExtension.lowercased() ?? ""
         let looksLikeOne = ext.utf8.count <= 8 && ext.allSatisfy { $0.isASCII && ($0.isLetter || $0.isNumber) }
         if looksLikeOne && !ext.isEmpty { return ext }
         // A tracking or download URL often ends in no name at all; the announced type still says what it is.
@@ -117,6 +121,26 @@ extension MediaItem {
             return essence.flatMap { Self.extensions[$0] } ?? ""
         }
         return ""
+    }
+
+    /// The lowercased extension of a percent-encoded URL path without `%` whose last component is a plain name (not
+    /// only dots before its last) ending in 1 to 8 ASCII letters and digits after a dot; nil for any other path, which
+    /// Foundation's rules then judge. Where it answers, it answers as `URL.pathExtension` would.
+    static func plainExtension(ofEncodedPath path: String) -> String? {
+        let bytes = path.utf8
+        guard let last = bytes.last, last != UInt8(ascii: "/") else { return nil }
+        let start = bytes.lastIndex(of: UInt8(ascii: "/")).map { bytes.index(after: $0) } ?? bytes.startIndex
+        let component = bytes[start...]
+        // A stem of dots only (`..m4a`) has no extension for Foundation; a `%` anywhere may not decode.
+        guard let dot = component.lastIndex(of: UInt8(ascii: ".")),
+            component[..<dot].contains(where: { $0 != UInt8(ascii: ".") }), !bytes.contains(UInt8(ascii: "%"))
+        else { return nil }
+        let ext = component[component.index(after: dot)...]
+        let isLetterOrDigit = { (byte: UInt8) in
+            (0x30...0x39).contains(byte) || (0x41...0x5A).contains(byte) || (0x61...0x7A).contains(byte)
+        }
+        guard (1...8).contains(ext.count), ext.allSatisfy(isLetterOrDigit) else { return nil }
+        return String(decoding: ext, as: UTF8.self).lowercased()
     }
 
     /// The extensions of the media types feeds announce.

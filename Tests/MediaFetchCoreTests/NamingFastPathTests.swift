@@ -74,3 +74,36 @@ struct NamingFastPathTests {
         #expect(accented.hasPrefix("Caf1-"))
     }
 }
+
+/// The byte-level reading of a URL's extension answers as Foundation's `pathExtension` does, wherever it answers.
+struct PlainExtensionTests {
+    @Test func answersAsFoundationWhereItAnswers() throws {
+        var paths = [
+            "/a.m4a", "/a.M4A", "/dir/f0000001.bin", "/.m4a", "/a.b.c", "/a.m4a/", "/a%2Em4a", "/dir.x/file",
+            "/file.", "/a.toolongext1", "/x/y.Mp3", "", "/", "/a..m4a", "/a.m4a.", "/%C3%A9.m4a", "/a.9", "/a b.m4a",
+            "/a.m-a", "/a.m_a", "/a.\u{E9}",
+        ]
+        // Seeded: the same names on every machine.
+        var seed: UInt64 = 20_261_201
+        let alphabet = Array("aZ09._-%/.m4A")
+        for _ in 0..<2_000 {
+            var path = "/"
+            for _ in 0..<(Int(seed % 9) + 1) {
+                seed = seed &* 6_364_136_223_846_793_005 &+ 1_442_695_040_888_963_407
+                path.append(alphabet[Int(seed >> 33) % alphabet.count])
+            }
+            paths.append(path)
+        }
+        var answered = 0
+        for path in paths {
+            guard let url = URL(string: "http://127.0.0.1" + path) else { continue }
+            guard let fast = MediaItem.plainExtension(ofEncodedPath: url.path(percentEncoded: true)) else { continue }
+            answered += 1
+            #expect(fast == url.pathExtension.lowercased(), "\(path)")
+        }
+        #expect(answered > 100)
+        #expect(MediaItem.plainExtension(ofEncodedPath: "/a.M4A") == "m4a")
+        #expect(MediaItem.plainExtension(ofEncodedPath: "/.m4a") == nil)
+        #expect(MediaItem.plainExtension(ofEncodedPath: "/a.m4a/") == nil)
+    }
+}

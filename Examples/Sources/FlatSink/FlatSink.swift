@@ -1,13 +1,15 @@
 import Foundation
 import MediaFetchCore
-import Synchronization
 
 /// Stores every file in one folder as `Artist - Title.ext`, clashes numbered in plan order: a sink written
 /// outside the MediaFetch repository, from the core's public helpers alone.
 public final class FlatSink: Sink {
     public let root: URL
-    /// Plans come one at a time, in source order; the sink must be Sendable, so the names taken sit in a lock.
-    private let names = Mutex(NameReserver())
+    /// Plans come one at a time, in source order. Handed to the pipeline as `pathReserver`, the names taken live in
+    /// the run's ledger, not in memory, however many items the run has.
+    private let names = PathReserver()
+
+    public var pathReserver: PathReserver? { names }
 
     public init(root: URL) {
         self.root = root.standardizedFileURL
@@ -17,7 +19,7 @@ public final class FlatSink: Sink {
         let artist = item.artist.map { $0 + " - " } ?? ""
         let ext = item.fileExtension(for: asset)
         let wanted = SafeName.component(artist + item.title + (ext.isEmpty ? "" : "." + ext), keepingExtension: true)
-        let name = names.withLock { $0.reserve([wanted]) }.joined()
+        let name = try names.reserve([wanted]).joined()
         return StoragePlan(item: item.ref, asset: asset, relativePath: name)
     }
 

@@ -234,7 +234,8 @@ public final class Ledger: Sendable {
     /// Writes this run queued and has not committed yet are not seen.
     public func committedEntry(_ key: LedgerKey) throws -> LedgerEntry? {
         try database.withLock { database in
-            try database.cached(Self.select + " WHERE source = ? AND item_id = ? AND asset = ?")
+            try database.beginSharedRead()
+            return try database.cached(Self.select + " WHERE source = ? AND item_id = ? AND asset = ?")
                 .rows(key.values, Self.read).first
         }
     }
@@ -279,6 +280,7 @@ public final class Ledger: Sendable {
         // The connection is held first, so no batch can be committed between the look at the queue and the query.
         try database.withLock { database in
             if let queued = queue.withLock({ $0.runKeys[RunKeyID(scope: scope, key: key)] }) { return .some(queued) }
+            try database.beginSharedRead()
             let rows = try database.cached("SELECT value FROM run_keys WHERE scope = ? AND key = ?")
                 .rows([.text(scope), .text(key)]) { $0.text(0) }
             return rows.first.map { .some($0) } ?? nil
@@ -442,13 +444,25 @@ public final class Ledger: Sendable {
     /// Takes the queued writes and commits them in one transaction; the caller holds ``database``.
     private func commit(_ database: SQLiteDatabase) throws {
         var writes: [Write] = []
+        var runKeys: [RunKeyID: String?] = [:]
         queue.withLock { queue in
             queue.lastFlush = .now
             swap(&writes, &queue.pending)
-            queue.runKeys.removeAll(keepingCapacity: true)
+            swap(&runKeys, &queue.runKeys)
         }
         guard !writes.isEmpty else { return }
-        try Self.apply(writes, to: database, at: Date().timeIntervalSince1970)
+        do {
+            try Self.apply(writes, to: database, at: Date().timeIntervalSince1970)
+        } catch {
+            // Run keys must stay seen even when the disk refuses them: a name forgotten here could be handed out
+            // twice, and a second file would replace the first. They wait in memory for the next commit.
+            let kept = writes.filter { if case .runKey = $0 { true } else { false } }
+            queue.withLock { queue in
+                queue.pending.insert(contentsOf: kept, at: 0)
+                queue.runKeys.merge(runKeys) { newer, _ in newer }
+            }
+            throw error
+        }
     }
 
     /// The common life of a download: begun, answered (once or more), stored (or verified, for a sink that

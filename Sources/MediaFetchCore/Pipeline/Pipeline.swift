@@ -82,14 +82,10 @@ public struct Pipeline: Sendable {
 
         do {
             try Self.prepareStaging(options.stagingDirectory)
-            if let ledger = options.ledger {
-                // The run's names and ids live in the ledger, not in memory; this run's start afresh.
-                try ledger.resetRunKeys()
-                try sink.pathReserver?.keep(in: ledger)
-            }
+            let keysInLedger = keepRunKeys(run)
             let ticker = Task { await run.tickLedger() }
             defer { ticker.cancel() }
-            try await feedWorkers(run)
+            try await feedWorkers(run, seen: SeenIDs(ledger: keysInLedger ? options.ledger : nil))
         } catch is CancellationError {
             run.tally.withLock { $0.interrupted = true }
         } catch let error as SourceError {
@@ -135,7 +131,22 @@ public struct Pipeline: Sendable {
     /// storing, so that a store waiting on the disk, or a retry waiting out its delay, does not hold a
     /// transfer back. A retry takes its places again ahead of downloads that have not started.
     /// A source failure stops new work but lets started downloads finish.
-    private func feedWorkers(_ run: RunState) async throws {
+    /// Moves the run's names and the ids its source emits into the ledger (emptied of the last run's), so that
+    /// nothing per item stays in memory. A ledger that cannot take them leaves them in memory, and the run goes on.
+    /// - Returns: whether they are in the ledger.
+    private func keepRunKeys(_ run: RunState) -> Bool {
+        guard let ledger = options.ledger else { return false }
+        do {
+            try ledger.resetRunKeys()
+            try sink.pathReserver?.keep(in: ledger)
+            return true
+        } catch {
+            run.report(.notice("the ledger cannot keep this run's names (\(error)); they are kept in memory"))
+            return false
+        }
+    }
+
+    private func feedWorkers(_ run: RunState, seen: SeenIDs) async throws {
         let (outputs, continuation) = AsyncThrowingStream.makeStream(of: SourceOutput.self)
         // The source runs a little ahead of the downloads, never the whole catalog ahead.
         let credits = Slots(limit: max(64, options.concurrency * 4))
@@ -143,8 +154,7 @@ public struct Pipeline: Sendable {
             SourceState(ledger: $0, source: options.sourceName, readsStoredValues: !options.refetch)
         }
         let context = SourceContext(
-            transport: transport, notice: { run.report(.notice($0)) }, state: state,
-            seen: SeenIDs(ledger: options.ledger))
+            transport: transport, notice: { run.report(.notice($0)) }, state: state, seen: seen)
 
         try await withThrowingTaskGroup(of: Bool.self) { group in
             // The producer's task answers false and the workers true, so the bound counts only workers.
