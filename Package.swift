@@ -21,7 +21,7 @@ func plugin(_ name: String, dependencies: [Target.Dependency] = [], exclude: [St
 /// The plugin targets under `Plugins/`, each also a library product.
 let bundledPlugins = [
     "ITunesSource", "URLListSource", "PodcastSource", "FoundationTransport", "CurlTransport", "DirectorySink",
-    "ArchiveSink", "ExecPlugins", "S3Sink",
+    "ArchiveSink", "ExecPlugins", "S3Sink", "PostgreSQLLedger",
 ]
 
 let package = Package(
@@ -67,6 +67,13 @@ let package = Package(
             pkgConfig: "libarchive",
             providers: [.apt(["libarchive-dev"])]
         ),
+        // libpq, PostgreSQL's client library: the ledger that several workers of one run share.
+        .systemLibrary(
+            name: "CLibPQ",
+            path: "Sources/CLibPQ",
+            pkgConfig: "libpq",
+            providers: [.apt(["libpq-dev"])]
+        ),
         // libxml2, the podcast source's XML parser (streaming, entities never substituted).
         .systemLibrary(
             name: "CLibXML2",
@@ -91,6 +98,7 @@ let package = Package(
         plugin("ArchiveSink", dependencies: ["CArchive", "CLinux"]),
         plugin("ExecPlugins", exclude: ["PROTOCOL.md"]),
         plugin("S3Sink", dependencies: ["CCrypto"]),
+        plugin("PostgreSQLLedger", dependencies: ["CLibPQ"]),
         .target(name: "MediaFetchTesting", dependencies: ["MediaFetchCore"], swiftSettings: strict),
         .target(
             name: "MediaFetchServe",
@@ -102,7 +110,7 @@ let package = Package(
             dependencies: [
                 "MediaFetchCore", "MediaFetchTesting",
                 "ITunesSource", "URLListSource", "PodcastSource", "FoundationTransport", "CurlTransport",
-                "DirectorySink", "ArchiveSink", "ExecPlugins", "S3Sink", "MediaFetchServe",
+                "DirectorySink", "ArchiveSink", "ExecPlugins", "S3Sink", "MediaFetchServe", "PostgreSQLLedger",
             ],
             swiftSettings: strict
         ),
@@ -167,6 +175,13 @@ let package = Package(
                 "MediaFetchTesting",
             ],
             resources: [.copy("Fixtures")],
+            swiftSettings: strict
+        ),
+        .testTarget(
+            name: "PostgreSQLLedgerTests",
+            dependencies: [
+                "PostgreSQLLedger", "MediaFetchCLI", "mediafetch", "MediaFetchCore", "MediaFetchTesting",
+            ],
             swiftSettings: strict
         ),
         .testTarget(

@@ -6,6 +6,7 @@ import FoundationTransport
 import ITunesSource
 import MediaFetchCore
 import PodcastSource
+import PostgreSQLLedger
 import S3Sink
 import URLListSource
 
@@ -26,6 +27,7 @@ public enum BundledPlugins {
         registry.register(sink: ArchiveSink.descriptor)
         registry.register(sink: ExecSink.descriptor)
         registry.register(sink: S3Sink.descriptor)
+        registry.register(ledger: PostgreSQLLedger.descriptor)
         return registry
     }
 }

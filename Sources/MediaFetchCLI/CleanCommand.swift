@@ -33,6 +33,17 @@ enum CleanCommand {
         }
         await parts.transport.shutdown()
 
+        if spec.ledger != nil {
+            // A shared ledger is forgotten row by row (this run's only), never dropped as a file.
+            let ledger = try spec.openLedger(registry: registry)
+            if arguments.has("--all") {
+                try ledger.removeAll()
+                print("forgot run \(spec.runName) in the ledger \(ledger.location)")
+            } else {
+                try ledger.forgetPartials()
+            }
+            return CLI.ExitCode.success
+        }
         let ledgerFile = spec.stateDirectory.appendingPathComponent(Ledger.fileName)
         guard files.fileExists(atPath: ledgerFile.path) else { return CLI.ExitCode.success }
         if arguments.has("--all") {

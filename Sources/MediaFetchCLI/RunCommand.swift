@@ -4,7 +4,7 @@ import MediaFetchCore
 /// `mediafetch run CONFIG`: the main job.
 enum RunCommand {
     static let help = """
-        Usage: mediafetch run CONFIG [--set KEY=VALUE]... [--refetch] [--quiet] [--json]
+        Usage: mediafetch run CONFIG [--set KEY=VALUE]... [--refetch] [--quiet] [--json] [--worker ID]
 
         Runs the pipeline a YAML config describes: search, download, store. The ledger in the config's
         state directory makes a run idempotent: stored items are not fetched again, partial downloads
@@ -15,6 +15,8 @@ enum RunCommand {
           --refetch         ignore the ledger: fetch everything again
           --quiet           no progress on stderr
           --json            print the summary as JSON on stdout
+          --worker ID       with a shared ledger (ledger: postgresql://...), this worker's id in the run
+                            named by name: (default host:pid); the same id coming back resumes its partial files
 
         Progress goes to stderr; the summary and the failures to stdout.
         Exit codes: 0 all stored, 1 some items failed, 2 usage or config error, 3 the source failed,
@@ -22,7 +24,7 @@ enum RunCommand {
         """
 
     static func run(_ words: [String], registry: PluginRegistry) async throws -> Int32 {
-        let arguments = try Arguments(words, valued: ["--set"], bare: ["--quiet", "--json", "--refetch"])
+        let arguments = try Arguments(words, valued: ["--set", "--worker"], bare: ["--quiet", "--json", "--refetch"])
         guard arguments.positional.count == 1 else {
             throw UsageError("run takes one CONFIG file, e.g. `mediafetch run config/demo.yaml`")
         }
@@ -30,16 +32,17 @@ enum RunCommand {
             path: arguments.positional[0], overrides: arguments.all("--set"), registry: registry)
         let summary = try await execute(
             spec, registry: registry, quiet: arguments.has("--quiet"),
-            json: arguments.has("--json"), refetch: arguments.has("--refetch"))
+            json: arguments.has("--json"), refetch: arguments.has("--refetch"), worker: arguments.all("--worker").last)
         return summary.exitCode
     }
 
     /// Runs the spec with the public ``Runner`` under signal handling (Ctrl-C cancels it), and prints the outcome.
     static func execute(
-        _ spec: PipelineSpec, registry: PluginRegistry, quiet: Bool, json: Bool, refetch: Bool = false
+        _ spec: PipelineSpec, registry: PluginRegistry, quiet: Bool, json: Bool, refetch: Bool = false,
+        worker: String? = nil
     ) async throws -> RunSummary {
         let reporter = Reporter(mode: Reporter.mode(quiet: quiet || json))
-        let runner = Runner(spec: spec, registry: registry, options: .init(refetch: refetch))
+        let runner = Runner(spec: spec, registry: registry, options: .init(refetch: refetch, worker: worker))
         let outcome = await SignalWatcher().run { () -> Result<RunSummary, any Error> in
             do {
                 return .success(try await runner.run(events: reporter.handle))

@@ -12,6 +12,10 @@ enum StatusCommand {
         --json prints every entry as JSON.
         --follow redraws the status twice a second while a run (batch or serve) holds the state directory, and
         ends with the last status once it has finished (Ctrl-C ends it sooner).
+
+        With a shared ledger (ledger: postgresql://...) it shows the run named by name: across its workers:
+        per worker what it holds, has stored, its bytes per second and last heartbeat; the totals and an ETA.
+        --json prints the same as one JSON object.
         """
 
     static func run(_ words: [String], registry: PluginRegistry) async throws -> Int32 {
@@ -23,6 +27,13 @@ enum StatusCommand {
             guard !arguments.has("--json") else { throw UsageError("--follow redraws text; leave out --json") }
             await follow(spec)
             return CLI.ExitCode.success
+        }
+        if spec.ledger != nil {
+            let ledger = try spec.openLedger(registry: registry, worker: "status")
+            if let shared = ledger as? any SharedRunLedger {
+                try SharedStatus(spec: spec, ledger: shared).print(json: arguments.has("--json"))
+                return CLI.ExitCode.success
+            }
         }
         guard let entries = try read(spec) else {
             print(arguments.has("--json") ? "[]" : "nothing recorded yet: \(spec.configPath) has not been run")
@@ -154,5 +165,75 @@ struct StatusEntry: Encodable {
         reason = entry.reason
         attempts = entry.attempts
         updatedAt = entry.updatedAt
+    }
+}
+
+/// `mediafetch status` of a shared run: the workers, the totals, an ETA.
+struct SharedStatus: Encodable {
+    struct Worker: Encodable {
+        var worker: String
+        var state: String
+        /// Whether its heartbeat is recent (within the lease): a killed worker's goes stale.
+        var alive: Bool
+        var claimed: Int
+        var stored: Int
+        var bytes: Int64
+        var bytesPerSecond: Double
+        var lastHeartbeat: Date
+    }
+
+    var run: String
+    var ledger: String
+    var planned: Bool
+    var totals: [String: Int]
+    var workers: [Worker]
+    /// Seconds until the open items are stored at the live workers' pace; nil when no one is at work.
+    var etaSeconds: Double?
+
+    init(spec: PipelineSpec, ledger: any SharedRunLedger) throws {
+        run = spec.runName
+        self.ledger = ledger.location
+        let progress = try ledger.progress()
+        planned = progress.planned
+        var totals: [String: Int] = [:]
+        for status in LedgerStatus.allCases { totals[status.rawValue] = 0 }
+        for entry in try ledger.entries() { totals[entry.status.rawValue, default: 0] += 1 }
+        self.totals = totals
+        let now = Date()
+        let lease = ledger.lease.seconds
+        workers = try ledger.workers().map {
+            Worker(
+                worker: $0.worker, state: $0.state,
+                alive: $0.state == "running" && now.timeIntervalSince($0.lastHeartbeat) <= lease,
+                claimed: $0.claimed, stored: $0.stored, bytes: $0.bytes, bytesPerSecond: $0.bytesPerSecond,
+                lastHeartbeat: $0.lastHeartbeat)
+        }
+        let pace = try ledger.workers().filter { $0.state == "running" && now.timeIntervalSince($0.lastHeartbeat) <= lease }
+            .map(\.storedPerSecond).reduce(0, +)
+        let open = (totals["pending"] ?? 0) + (totals["partial"] ?? 0) + (totals["verified"] ?? 0)
+        etaSeconds = pace > 0 ? Double(open) / pace : nil
+    }
+
+    func print(json: Bool) throws {
+        if json {
+            RunCommand.printJSON(self)
+            return
+        }
+        let order = ["stored", "pending", "partial", "verified", "failed"]
+        Swift.print("run \(run) in \(ledger)\(planned ? "" : " (still being planned)")")
+        Swift.print(order.map { "\($0): \(totals[$0] ?? 0)" }.joined(separator: ", "))
+        if let etaSeconds {
+            Swift.print("ETA: \(Int(etaSeconds.rounded())) s at the live workers' pace")
+        } else if (totals["pending"] ?? 0) + (totals["partial"] ?? 0) > 0 {
+            Swift.print("ETA: unknown, no worker is at work")
+        }
+        let formatter = ISO8601DateFormatter()
+        for worker in workers {
+            Swift.print(
+                "  \(worker.worker): \(worker.alive ? "running" : worker.state == "running" ? "silent" : worker.state), "
+                    + "\(worker.claimed) claimed, \(worker.stored) stored, "
+                    + "\(Reporter.formatBytes(Int64(worker.bytesPerSecond)))/s, "
+                    + "last heartbeat \(formatter.string(from: worker.lastHeartbeat))")
+        }
     }
 }

@@ -27,6 +27,11 @@ public struct PipelineSpec: Sendable {
     public var stateDirectory: URL
     /// The `download:` section's options (every key of ``DownloadPolicy/options``, defaults filled in).
     public var download: PluginOptions
+    /// The top-level `ledger:`; nil means SQLite in ``stateDirectory``.
+    public var ledger: LedgerSelection?
+    /// The run's `name:` (default the config file's name without extension): every worker started with the same
+    /// name and a shared ledger joins the same run.
+    public var runName: String
 
     public init(
         configPath: String,
@@ -34,7 +39,9 @@ public struct PipelineSpec: Sendable {
         transport: PluginSelection,
         sink: PluginSelection,
         stateDirectory: URL,
-        download: PluginOptions = PluginOptions(section: "download")
+        download: PluginOptions = PluginOptions(section: "download"),
+        ledger: LedgerSelection? = nil,
+        runName: String? = nil
     ) {
         self.configPath = configPath
         self.source = source
@@ -42,6 +49,21 @@ public struct PipelineSpec: Sendable {
         self.sink = sink
         self.stateDirectory = stateDirectory
         self.download = download
+        self.ledger = ledger
+        self.runName = runName ?? URL(fileURLWithPath: configPath).deletingPathExtension().lastPathComponent
+    }
+
+    /// Opens the run's ledger: the `ledger:` URI's plugin, or SQLite in the state directory.
+    /// - Throws: ``LedgerError`` when it cannot be opened (the URI redacted), or when no registered ledger serves
+    ///   the URI's scheme.
+    /// - Parameter worker: this worker's id in a shared run; nil for host:pid.
+    public func openLedger(registry: PluginRegistry, worker: String? = nil) throws -> any RunLedger {
+        guard let ledger else { return try Ledger(directory: stateDirectory) }
+        guard let descriptor = registry.ledger(forScheme: ledger.scheme) else {
+            throw LedgerError("this build has no ledger for \(ledger.redacted)")
+        }
+        return try descriptor.open(
+            LedgerRequest(selection: ledger, runName: runName, stateDirectory: stateDirectory, worker: worker))
     }
 
     /// The download policy the config describes.

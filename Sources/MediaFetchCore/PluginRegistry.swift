@@ -109,6 +109,8 @@ public struct PluginRegistry: Sendable {
     public private(set) var sinks: [SinkDescriptor] = []
     /// The plugin a section names when it leaves out `use:` (or the section is left out).
     public private(set) var defaults: [PluginKind: String] = [:]
+    /// The ledgers a config's `ledger:` URI may pick by its scheme; SQLite in `state:` needs none.
+    public private(set) var ledgers: [LedgerDescriptor] = []
 
     public init() {}
 
@@ -129,6 +131,19 @@ public struct PluginRegistry: Sendable {
         sinks.removeAll { $0.info.name == sink.info.name }
         sinks.append(sink)
         if isDefault { defaults[.sink] = sink.info.name }
+    }
+
+    /// Adds a ledger for the URI schemes it names (replacing another's claim on them).
+    public mutating func register(ledger: LedgerDescriptor) {
+        for scheme in ledger.schemes {
+            ledgers.removeAll { $0.schemes.contains(scheme) }
+        }
+        ledgers.append(ledger)
+    }
+
+    /// The ledger a `ledger:` URI of `scheme` opens, or nil.
+    public func ledger(forScheme scheme: String) -> LedgerDescriptor? {
+        ledgers.first { $0.schemes.contains(scheme.lowercased()) }
     }
 
     /// Every plugin of `kind`, in registration order.

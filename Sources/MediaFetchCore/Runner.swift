@@ -23,10 +23,19 @@ public struct Runner: Sendable {
         public var refetch: Bool
         /// The least time between two progress events of one download.
         public var progressInterval: Duration
+        /// This worker's id when the config's ledger is shared (`--worker`); nil for host:pid.
+        public var worker: String?
+        /// How a worker of a shared run waits for its ledger and for work.
+        public var shared: Pipeline.SharedOptions
 
-        public init(refetch: Bool = false, progressInterval: Duration = .milliseconds(250)) {
+        public init(
+            refetch: Bool = false, progressInterval: Duration = .milliseconds(250), worker: String? = nil,
+            shared: Pipeline.SharedOptions = Pipeline.SharedOptions()
+        ) {
             self.refetch = refetch
             self.progressInterval = progressInterval
+            self.worker = worker
+            self.shared = shared
         }
     }
 
@@ -48,10 +57,22 @@ public struct Runner: Sendable {
     ///   sink's ``Sink/prepare()`` finds it cannot store anything. Whatever goes wrong
     ///   once the run is under way is in the summary instead.
     public func run(events: @escaping @Sendable (PipelineEvent) -> Void = { _ in }) async throws -> RunSummary {
-        let lock = try StateLock(directory: spec.stateDirectory)
+        let ledger = try spec.openLedger(registry: registry, worker: options.worker)
+        let sharedLedger = ledger as? any SharedRunLedger
+        // Each worker of a shared run has a state folder of its own (its partial files, its lock), so that several
+        // workers may run on one machine; the same worker id coming back finds its partial files again.
+        let state = sharedLedger.map { spec.stateDirectory.appendingPathComponent("worker-" + Self.folderName($0.worker)) }
+            ?? spec.stateDirectory
+        let lock = try StateLock(directory: state)
         defer { withExtendedLifetime(lock) {} }
         let parts = try PipelineParts(spec: spec, registry: registry)
-        let ledger = try Ledger(directory: spec.stateDirectory)
+        if sharedLedger != nil, !parts.sink.commitsEachStore {
+            await parts.transport.shutdown()
+            throw StartupError(
+                "the sink \(spec.sink.name) commits only at the end of a run, so workers cannot share it; use a sink "
+                    + "every worker can reach that stores each file on its own (directory, s3), or leave ledger: out",
+                cause: nil)
+        }
         do {
             try await parts.sink.prepare()
         } catch {
@@ -64,7 +85,7 @@ public struct Runner: Sendable {
             sink: parts.sink,
             options: .init(
                 concurrency: parts.transport.maxConcurrentTransfers,
-                stagingDirectory: Pipeline.stagingDirectory(state: spec.stateDirectory),
+                stagingDirectory: Pipeline.stagingDirectory(state: state),
                 progressInterval: options.progressInterval,
                 sourceName: parts.sourceName,
                 ledger: ledger,
@@ -73,7 +94,17 @@ public struct Runner: Sendable {
             ),
             events: events
         )
+        if let sharedLedger { return await pipeline.runShared(sharedLedger, shared: options.shared) }
         return await pipeline.run()
+    }
+
+    /// `worker` as one safe folder name: letters, digits, `.`, `-` and `_` kept, anything else `_`.
+    static func folderName(_ worker: String) -> String {
+        String(
+            worker.unicodeScalars.map {
+                CharacterSet.alphanumerics.contains($0) && $0.isASCII || "._-".unicodeScalars.contains($0)
+                    ? Character($0) : "_"
+            })
     }
 
     /// The run's events as an asynchronous sequence, ending after ``PipelineEvent/finished(_:)`` (which carries

@@ -54,10 +54,10 @@ public struct SourceContext: Sendable {
 /// Where ``SourceContext/firstOccurrence(of:at:)`` keeps the ids: the ledger's run keys, or memory.
 final class SeenIDs: Sendable {
     private static let scope = "seen"
-    private let ledger: Ledger?
+    private let ledger: (any RunLedger)?
     private let memory = Mutex<[String: String]>([:])
 
-    init(ledger: Ledger?) {
+    init(ledger: (any RunLedger)?) {
         self.ledger = ledger
     }
 

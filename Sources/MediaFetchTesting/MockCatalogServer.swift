@@ -28,13 +28,15 @@ import MediaFetchCore
 public final class MockCatalogServer: Sendable {
     let core: MockServerCore
 
-    /// Starts listening on 127.0.0.1.
+    /// Starts listening on 127.0.0.1 (or `address`).
     /// - Parameters:
     ///   - catalog: the songs to serve.
     ///   - port: 0 (the default) picks a free port; read it back from ``port``.
+    ///   - address: the IPv4 address to listen on: 127.0.0.1 unless a test joins hosts by a network of its own
+    ///     (network namespaces); ``baseURL`` names it.
     /// - Throws: ``MockServerError`` when the socket cannot be bound (e.g. the port is taken).
-    public init(catalog: MockCatalog = .standard, port: UInt16 = 0) throws {
-        core = try MockServerCore(catalog: catalog, port: port)
+    public init(catalog: MockCatalog = .standard, port: UInt16 = 0, address: String = "127.0.0.1") throws {
+        core = try MockServerCore(catalog: catalog, port: port, address: address)
     }
 
     deinit {

@@ -40,7 +40,7 @@ final class MockServerCore: Sendable {
     /// Header blocks larger than this get 431: a client cannot make the server buffer without bound.
     static let headerLimit = 16 << 10
 
-    init(catalog: MockCatalog, port requestedPort: UInt16) throws {
+    init(catalog: MockCatalog, port requestedPort: UInt16, address host: String = "127.0.0.1") throws {
         self.catalog = catalog
         let socketFD = socket(AF_INET, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
         guard socketFD >= 0 else { throw MockServerError.system("cannot create a socket", errno: errno) }
@@ -49,7 +49,10 @@ final class MockServerCore: Sendable {
         var address = sockaddr_in()
         address.sin_family = sa_family_t(AF_INET)
         address.sin_port = requestedPort.bigEndian
-        address.sin_addr.s_addr = UInt32(0x7F00_0001).bigEndian
+        guard inet_pton(AF_INET, host, &address.sin_addr) == 1 else {
+            close(socketFD)
+            throw MockServerError("not an IPv4 address: \(host)")
+        }
         let bound = withUnsafePointer(to: &address) {
             $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
                 bind(socketFD, $0, socklen_t(MemoryLayout<sockaddr_in>.size))
@@ -58,7 +61,7 @@ final class MockServerCore: Sendable {
         guard bound == 0, listen(socketFD, 1024) == 0 else {
             let code = errno
             close(socketFD)
-            throw MockServerError.system("cannot bind 127.0.0.1:\(requestedPort)", errno: code)
+            throw MockServerError.system("cannot bind \(host):\(requestedPort)", errno: code)
         }
         var length = socklen_t(MemoryLayout<sockaddr_in>.size)
         let named = withUnsafeMutablePointer(to: &address) {
@@ -82,7 +85,7 @@ final class MockServerCore: Sendable {
         wakeRead = pipeFDs[0]
         wakeWrite = pipeFDs[1]
         port = UInt16(bigEndian: address.sin_port)
-        guard let url = URL(string: "http://127.0.0.1:\(port)") else {
+        guard let url = URL(string: "http://\(host):\(port)") else {
             throw MockServerError("cannot form the base URL for port \(port)")
         }
         baseURL = url

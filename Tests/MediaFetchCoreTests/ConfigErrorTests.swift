@@ -58,7 +58,7 @@ struct ConfigErrorTests {
         #expect(
             error.message
                 == #"unknown top-level key "sinks" (did you mean "sink"?); "#
-                + "allowed: source, transport, sink, download, state")
+                + "allowed: source, transport, sink, download, state, ledger, name")
     }
 
     @Test(arguments: [

@@ -1,6 +1,7 @@
 import Foundation
-import MediaFetchCore
 import Testing
+
+@testable import MediaFetchCore
 
 /// The names a sink plans, kept in the run's ledger instead of in memory: the same names, call for call.
 @Suite("PathReserver")
@@ -85,5 +86,17 @@ struct PathReserverTests {
         #expect(try ledger.runKey(scope: "s", key: "file") == .some(nil))
         try ledger.resetRunKeys()
         #expect(try ledger.runKey(scope: "s", key: "k") == nil)
+    }
+
+    @Test func runKeysALedgerCannotWriteStaySeen() throws {
+        let folder = try scratchFolder("run-keys-refused")
+        defer { try? FileManager.default.removeItem(at: folder) }
+        let ledger = try Ledger(directory: folder)
+        ledger.takeRunKey(scope: "names", key: "/song.m4a", value: nil)
+        // Another connection takes the table away: the batch cannot be written.
+        try SQLiteDatabase(path: ledger.url.path).execute("DROP TABLE run_keys")
+        #expect(throws: LedgerError.self) { try ledger.flush() }
+        // The name is still taken, so it cannot be handed out twice.
+        #expect(try ledger.runKey(scope: "names", key: "/song.m4a") == .some(nil))
     }
 }

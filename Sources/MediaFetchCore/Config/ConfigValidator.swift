@@ -2,7 +2,7 @@ import Foundation
 
 /// Checks a parsed (and overridden) config tree against the registry's plugins and builds the ``PipelineSpec``.
 struct ConfigValidator {
-    static let topLevelKeys = ["source", "transport", "sink", "download", "state"]
+    static let topLevelKeys = ["source", "transport", "sink", "download", "state", "ledger", "name"]
 
     var registry: PluginRegistry
     /// The config path as the user gave it.
@@ -54,9 +54,62 @@ struct ConfigValidator {
             specs: DownloadPolicy.options, owner: "the download section",
             sectionLocation: sections["download"]?.key.location, root: root,
             suggested: suggestions?.suggestedDefaults(for: nil) ?? [:])
+        let configName = URL(fileURLWithPath: path).deletingPathExtension().lastPathComponent
         return PipelineSpec(
             configPath: path, source: source, transport: transport, sink: sink,
-            stateDirectory: URL(fileURLWithPath: state, isDirectory: true), download: download)
+            stateDirectory: URL(fileURLWithPath: state, isDirectory: true), download: download,
+            ledger: try ledger(sections["ledger"]),
+            runName: try runName(sections["name"]) ?? (configName.isEmpty ? "config" : configName))
+    }
+
+    /// The top-level `name:`: printable text of at most 200 characters.
+    private func runName(_ pair: YAMLNode.Pair?) throws(ConfigError) -> String? {
+        guard let pair else { return nil }
+        let name = try converter.text(pair.value, expected: "a run name", key: "name")
+        guard !name.isEmpty, name.count <= 200, !name.unicodeScalars.contains(where: { $0.properties.generalCategory == .control })
+        else {
+            throw ConfigError(
+                "a run name is 1 to 200 printable characters, got \(ConfigText.quote(name)); every worker of one run "
+                    + "uses the same name", at: pair.value.location, key: "name")
+        }
+        return name
+    }
+
+    /// The top-level `ledger:` URI, its `${VAR}` references resolved (each value percent-encoded, so that a password
+    /// holding `@` or `/` keeps the URI whole), with a registered ledger for its scheme. Messages never quote the
+    /// resolved URI, only the redacted one.
+    private func ledger(_ pair: YAMLNode.Pair?) throws(ConfigError) -> LedgerSelection? {
+        guard let pair else { return nil }
+        let node = pair.value
+        guard let raw = node.wordText, !node.isNull else {
+            throw ConfigError(
+                "expected a connection URI such as postgresql://USER@HOST:PORT/DB, got \(node.summary); leave "
+                    + "ledger: out for the SQLite ledger in state:", at: node.location, key: "ledger")
+        }
+        let uri = try converter.interpolator.interpolate(
+            raw, at: node.location, key: "ledger", escape: { Self.percentEncoded($0) })
+        let known = registry.ledgers.flatMap(\.schemes)
+        guard let scheme = LedgerSelection.scheme(of: uri) else {
+            throw ConfigError(
+                "expected a connection URI such as postgresql://USER@HOST:PORT/DB, got "
+                    + "\(ConfigText.quote(LedgerSelection.redact(uri))); leave ledger: out for the SQLite ledger in state:",
+                at: node.location, key: "ledger")
+        }
+        guard registry.ledger(forScheme: scheme) != nil else {
+            throw ConfigError(
+                "unknown ledger scheme \(ConfigText.quote(scheme)) in \(ConfigText.quote(LedgerSelection.redact(uri)))"
+                    + "; known: \(known.isEmpty ? "none in this build" : ConfigText.list(known))"
+                    + "; leave ledger: out for the SQLite ledger in state:",
+                at: node.location, key: "ledger")
+        }
+        return LedgerSelection(uri: uri, location: node.location)
+    }
+
+    /// `text` percent-encoded but for the characters a URI never needs to encode.
+    static func percentEncoded(_ text: String) -> String {
+        var allowed = CharacterSet.alphanumerics
+        allowed.insert(charactersIn: "-._~")
+        return text.addingPercentEncoding(withAllowedCharacters: allowed) ?? text
     }
 
     /// A minimal config, for messages about an empty or sourceless file.

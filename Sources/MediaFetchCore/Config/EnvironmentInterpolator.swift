@@ -7,7 +7,10 @@ struct EnvironmentInterpolator: Sendable {
     /// `text` with every reference replaced.
     /// - Throws: ``ConfigError`` at `location` for an unset variable without a default, an unclosed `${`
     ///   or a bad variable name.
-    func interpolate(_ text: String, at location: SourceLocation, key: String) throws(ConfigError) -> String {
+    /// - Parameter escape: applied to each substituted value (a URI's percent-encoding), not to the text around it.
+    func interpolate(
+        _ text: String, at location: SourceLocation, key: String, escape: (String) -> String = { $0 }
+    ) throws(ConfigError) -> String {
         // Most values hold no `$`; they come back untouched and cheaply.
         guard text.unicodeScalars.contains("$") else { return text }
         let scalars = Array(text.unicodeScalars)
@@ -31,7 +34,7 @@ struct EnvironmentInterpolator: Sendable {
                     at: location, key: key)
             }
             let reference = String(String.UnicodeScalarView(scalars[(index + 2)..<close]))
-            out.append(contentsOf: try resolve(reference, at: location, key: key).unicodeScalars)
+            out.append(contentsOf: escape(try resolve(reference, at: location, key: key)).unicodeScalars)
             index = close + 1
         }
         return String(out)

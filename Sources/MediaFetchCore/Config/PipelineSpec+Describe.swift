@@ -36,6 +36,9 @@ extension PipelineSpec {
             lines.append("    \(key): \(value)  (\(origin))")
         }
         lines.append("state: \(stateDirectory.path)")
+        lines.append("name: \(runName)")
+        // Never the URI as written: a password in it (or put there by ${VAR}) is shown as ***.
+        lines.append("ledger: " + (ledger.map { $0.redacted } ?? "sqlite in state"))
         return lines.joined(separator: "\n")
     }
 

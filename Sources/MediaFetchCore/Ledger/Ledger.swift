@@ -395,7 +395,7 @@ public final class Ledger: Sendable {
     // MARK: Source state
 
     /// The value `source` stored under `key` (``SourceState``), or nil.
-    func sourceValue(source: String, key: String) throws -> Data? {
+    public func sourceValue(source: String, key: String) throws -> Data? {
         try database.withLock { database in
             let select = "SELECT rowid, length(value) FROM source_state WHERE source = ? AND key = ?"
             let found = try database.cached(select).rows([.text(source), .text(key)]) {
@@ -410,7 +410,7 @@ public final class Ledger: Sendable {
 
     /// Writes `values` for `source` in one transaction, written through at once (not queued): a nil value
     /// removes its key.
-    func setSourceValues(source: String, _ values: [(key: String, value: Data?)]) throws {
+    public func setSourceValues(source: String, _ values: [(key: String, value: Data?)]) throws {
         try database.withLock { database in
             let now = Date().timeIntervalSince1970
             try database.transaction {
@@ -444,13 +444,25 @@ public final class Ledger: Sendable {
     /// Takes the queued writes and commits them in one transaction; the caller holds ``database``.
     private func commit(_ database: SQLiteDatabase) throws {
         var writes: [Write] = []
+        var runKeys: [RunKeyID: String?] = [:]
         queue.withLock { queue in
             queue.lastFlush = .now
             swap(&writes, &queue.pending)
-            queue.runKeys.removeAll(keepingCapacity: true)
+            swap(&runKeys, &queue.runKeys)
         }
         guard !writes.isEmpty else { return }
-        try Self.apply(writes, to: database, at: Date().timeIntervalSince1970)
+        do {
+            try Self.apply(writes, to: database, at: Date().timeIntervalSince1970)
+        } catch {
+            // Run keys must stay seen even when the disk refuses them: a name forgotten here could be handed out
+            // twice, and a second file would replace the first. They wait in memory for the next commit.
+            let kept = writes.filter { if case .runKey = $0 { true } else { false } }
+            queue.withLock { queue in
+                queue.pending.insert(contentsOf: kept, at: 0)
+                queue.runKeys.merge(runKeys) { newer, _ in newer }
+            }
+            throw error
+        }
     }
 
     /// The common life of a download: begun, answered (once or more), stored (or verified, for a sink that
@@ -694,6 +706,24 @@ public struct LedgerEntry: Sendable, Hashable {
     public var attempts: Int
     public var location: String?
     public var updatedAt: Date
+
+    public init(
+        key: LedgerKey, title: String, url: String, validator: Validator?, expectedBytes: Int64?, receivedBytes: Int64,
+        sha256: String?, status: LedgerStatus, reason: String?, attempts: Int, location: String?, updatedAt: Date
+    ) {
+        self.key = key
+        self.title = title
+        self.url = url
+        self.validator = validator
+        self.expectedBytes = expectedBytes
+        self.receivedBytes = receivedBytes
+        self.sha256 = sha256
+        self.status = status
+        self.reason = reason
+        self.attempts = attempts
+        self.location = location
+        self.updatedAt = updatedAt
+    }
 
     /// What the sink was told, when the entry is stored.
     public var storedRecord: StoredRecord? {

@@ -227,10 +227,13 @@ public struct LedgerError: Error, Sendable, CustomStringConvertible {
     public var message: String
     /// The error underneath, when there was one (a transport's, the file system's), for programs that look.
     public var cause: (any Error & Sendable)?
+    /// The ledger's store could not be reached (a server restarting, a network down): worth trying again later.
+    public var isUnreachable: Bool
 
-    public init(_ message: String, cause: (any Error & Sendable)? = nil) {
+    public init(_ message: String, cause: (any Error & Sendable)? = nil, isUnreachable: Bool = false) {
         self.message = message
         self.cause = cause
+        self.isUnreachable = isUnreachable
     }
 
     public var description: String { message }

@@ -11,14 +11,14 @@ import Foundation
 /// The store lives as long as the ledger: `mediafetch clean --all` empties it, and a run with `--refetch` reads
 /// nothing from it (every value reads as absent) while still writing what it learns.
 public struct SourceState: Sendable {
-    private let ledger: Ledger
+    private let ledger: any RunLedger
     /// The source's plugin name: the scope of every key.
     public let source: String
     /// False for a `--refetch` run: stored values are not read.
     public let readsStoredValues: Bool
 
     /// The store of `source` in `ledger`.
-    public init(ledger: Ledger, source: String, readsStoredValues: Bool = true) {
+    public init(ledger: any RunLedger, source: String, readsStoredValues: Bool = true) {
         self.ledger = ledger
         self.source = source
         self.readsStoredValues = readsStoredValues

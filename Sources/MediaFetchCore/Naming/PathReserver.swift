@@ -45,7 +45,7 @@ public final class PathReserver: Sendable {
     /// starting run has emptied (``Ledger/resetRunKeys()``): the ``reservedPaths`` are taken there again, and names
     /// taken in memory before are forgotten.
     /// - Throws: ``LedgerError`` when the ledger cannot be read.
-    public func keep(in ledger: Ledger) throws {
+    public func keep(in ledger: any RunLedger) throws {
         var table = LedgerNameTable(ledger: ledger)
         for path in reservedPaths { _ = try NameReserver.reserve(path, in: &table, maxBytes: maxBytes) }
         storage.withLock { $0 = .ledger(table) }
@@ -74,7 +74,7 @@ public final class PathReserver: Sendable {
 struct LedgerNameTable: NameTable, Sendable {
     typealias Failure = any Error
     static let scope = "names"
-    let ledger: Ledger
+    let ledger: any RunLedger
 
     func lookup(_ key: String) throws -> TakenName? {
         try ledger.runKey(scope: Self.scope, key: key).map { TakenName(directory: $0) }

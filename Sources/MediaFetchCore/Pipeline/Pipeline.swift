@@ -22,20 +22,24 @@ public struct Pipeline: Sendable {
         /// The source's plugin name: with an item's id it keys the ledger.
         public var sourceName: String
         /// The memory between runs; without one every run starts from nothing.
-        public var ledger: Ledger?
+        public var ledger: (any RunLedger)?
         /// Ignore what the ledger says is stored or partial, and fetch everything again.
         public var refetch: Bool
         /// Retries, limits and the failure budget.
         public var policy: DownloadPolicy
         /// Per-item pause and cancel (a ``DownloadQueue``'s); nil for a batch run.
         public var control: ItemControl?
+        /// Set when this run is one worker of a shared run: every store happens under a confirmed claim.
+        var shared: (any SharedRunLedger)?
+        /// How long a worker of a shared run waits for an unreachable ledger.
+        var sharedPatience: Duration = .seconds(60)
 
         public init(
             concurrency: Int,
             stagingDirectory: URL,
             progressInterval: Duration = .milliseconds(250),
             sourceName: String = "source",
-            ledger: Ledger? = nil,
+            ledger: (any RunLedger)? = nil,
             refetch: Bool = false,
             policy: DownloadPolicy = DownloadPolicy(),
             control: ItemControl? = nil
@@ -82,14 +86,10 @@ public struct Pipeline: Sendable {
 
         do {
             try Self.prepareStaging(options.stagingDirectory)
-            if let ledger = options.ledger {
-                // The run's names and ids live in the ledger, not in memory; this run's start afresh.
-                try ledger.resetRunKeys()
-                try sink.pathReserver?.keep(in: ledger)
-            }
+            let keysInLedger = keepRunKeys(run)
             let ticker = Task { await run.tickLedger() }
             defer { ticker.cancel() }
-            try await feedWorkers(run)
+            try await feedWorkers(run, seen: SeenIDs(ledger: keysInLedger ? options.ledger : nil))
         } catch is CancellationError {
             run.tally.withLock { $0.interrupted = true }
         } catch let error as SourceError {
@@ -135,7 +135,22 @@ public struct Pipeline: Sendable {
     /// storing, so that a store waiting on the disk, or a retry waiting out its delay, does not hold a
     /// transfer back. A retry takes its places again ahead of downloads that have not started.
     /// A source failure stops new work but lets started downloads finish.
-    private func feedWorkers(_ run: RunState) async throws {
+    /// Moves the run's names and the ids its source emits into the ledger (emptied of the last run's), so that
+    /// nothing per item stays in memory. A ledger that cannot take them leaves them in memory, and the run goes on.
+    /// - Returns: whether they are in the ledger.
+    private func keepRunKeys(_ run: RunState) -> Bool {
+        guard let ledger = options.ledger else { return false }
+        do {
+            try ledger.resetRunKeys()
+            try sink.pathReserver?.keep(in: ledger)
+            return true
+        } catch {
+            run.report(.notice("the ledger cannot keep this run's names (\(error)); they are kept in memory"))
+            return false
+        }
+    }
+
+    private func feedWorkers(_ run: RunState, seen: SeenIDs) async throws {
         let (outputs, continuation) = AsyncThrowingStream.makeStream(of: SourceOutput.self)
         // The source runs a little ahead of the downloads, never the whole catalog ahead.
         let credits = Slots(limit: max(64, options.concurrency * 4))
@@ -143,8 +158,7 @@ public struct Pipeline: Sendable {
             SourceState(ledger: $0, source: options.sourceName, readsStoredValues: !options.refetch)
         }
         let context = SourceContext(
-            transport: transport, notice: { run.report(.notice($0)) }, state: state,
-            seen: SeenIDs(ledger: options.ledger))
+            transport: transport, notice: { run.report(.notice($0)) }, state: state, seen: seen)
 
         try await withThrowingTaskGroup(of: Bool.self) { group in
             // The producer's task answers false and the workers true, so the bound counts only workers.
@@ -232,7 +246,7 @@ public struct Pipeline: Sendable {
 
     /// Whether the failures so far reached the download section's `max-failures`; the first time, the run
     /// stops starting items and says why.
-    private func overBudget(_ run: RunState) -> Bool {
+    func overBudget(_ run: RunState) -> Bool {
         let limit = options.policy.maxFailures
         let failed = run.tally.withLock { $0.failed }
         guard limit > 0, failed >= limit else { return false }
@@ -241,7 +255,7 @@ public struct Pipeline: Sendable {
         return true
     }
 
-    private struct Job: Sendable {
+    struct Job: Sendable {
         var item: MediaItem
         var asset: AssetKind
         var url: URL
@@ -282,7 +296,7 @@ public struct Pipeline: Sendable {
         return jobs
     }
 
-    private func download(_ job: Job, _ run: RunState) async {
+    func download(_ job: Job, _ run: RunState) async {
         let ref = job.item.ref
         let (staging, stagingPath) = Self.stagingLocation(
             inFolder: run.stagingFolder, source: options.sourceName, itemID: job.item.id, asset: job.asset)
@@ -361,6 +375,16 @@ public struct Pipeline: Sendable {
                     // Bytes this attempt brought before it failed (what a success brings is counted above).
                     transferred += max(0, kept - (response.restarts || response.status == 200 ? 0 : resumeFrom))
                 }
+                if let away = error as? LedgerAway {
+                    // The ledger stayed away: the download is kept for later, and the worker stops taking work.
+                    run.stop(away.message)
+                    pause(job, kept: kept, transferred: transferred, run)
+                    return
+                }
+                if error is ClaimLost {
+                    run.report(.notice("\(ref): another worker took it over (this worker's lease ran out); left to it"))
+                    return
+                }
                 let transportError = error as? TransportError
                 let cancelled = error is CancellationError || (transportError?.code == .cancelled && Task.isCancelled)
                 if Task.isCancelled || cancelled {
@@ -417,6 +441,17 @@ public struct Pipeline: Sendable {
         let ledger = options.ledger
         if !sink.commitsEachStore && !verifiedBefore {
             ledger?.verified(job.key, size: staged.size, sha256: staged.sha256)
+        }
+        if let shared = options.shared {
+            // The store happens under the claim: a worker whose lease ran out leaves the item to its new claimant.
+            let retry = LedgerRetry(ledger: shared, patience: options.sharedPatience, run: run)
+            guard try await retry({ try shared.confirmClaim(job.key) }) else { throw ClaimLost() }
+            // A claimant before this one may have stored it and died before recording it: recorded, not stored again.
+            let expected = StoredRecord(location: job.plan.relativePath, size: staged.size, sha256: staged.sha256)
+            if (try? await sink.keep(job.plan, stored: expected)) == true {
+                ledger?.stored(job.key, expected)
+                return expected.location
+            }
         }
         let location = try await sink.store(staged, as: job.plan)
         let record = StoredRecord(location: location, size: staged.size, sha256: staged.sha256)

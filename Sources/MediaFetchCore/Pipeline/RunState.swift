@@ -11,7 +11,7 @@ struct UncommittedStore: Sendable {
 /// What the workers of one run share: the tally, the events, the ledger's batching, and the
 /// stores an archive sink has not committed yet.
 final class RunState: Sendable {
-    let ledger: Ledger?
+    let ledger: (any RunLedger)?
     let events: @Sendable (PipelineEvent) -> Void
     let tally = Mutex(RunSummary())
     private let uncommitted = Mutex<[UncommittedStore]>([])
@@ -29,7 +29,7 @@ final class RunState: Sendable {
     let underWay: Slots
 
     init(
-        ledger: Ledger?, events: @escaping @Sendable (PipelineEvent) -> Void, transfers: Int, stagingFolder: String
+        ledger: (any RunLedger)?, events: @escaping @Sendable (PipelineEvent) -> Void, transfers: Int, stagingFolder: String
     ) {
         self.ledger = ledger
         self.events = events
@@ -101,8 +101,14 @@ final class RunState: Sendable {
                 return !seen
             }
             if first {
-                events(
-                    .notice("the ledger could not be written (\(error)); this run's progress will not be remembered"))
+                if let error = error as? LedgerError, error.isUnreachable {
+                    // A ledger on a server keeps its writes queued until the server answers again.
+                    events(.notice("the ledger does not answer (\(error)); its writes wait until it does"))
+                } else {
+                    events(
+                        .notice(
+                            "the ledger could not be written (\(error)); this run's progress will not be remembered"))
+                }
             }
             return false
         }

@@ -1,0 +1,317 @@
+import Foundation
+import MediaFetchCore
+
+/// Several workers on one run: the planner writes items in source order under a session advisory lock, workers claim
+/// with `FOR UPDATE SKIP LOCKED` under leases they renew.
+extension PostgreSQLLedger: SharedRunLedger {
+    private var leaseSeconds: String {
+        let parts = lease.components
+        return String(Double(parts.seconds) + Double(parts.attoseconds) / 1e18)
+    }
+
+    public func join() throws {
+        try flush()
+        joinedAt.withLock { $0 = Date().timeIntervalSince1970 }
+        _ = try withConnection { connection in
+            try connection.execute("BEGIN")
+            do {
+                // One joiner at a time decides whether a new round begins.
+                try connection.query("SELECT pg_advisory_xact_lock(hashtextextended($1, 1))", [.text(run)])
+                try connection.query(
+                    "INSERT INTO mediafetch_runs (run) VALUES ($1) ON CONFLICT (run) DO NOTHING", [.text(run)])
+                let alive = try connection.query(
+                    """
+                    SELECT count(*) FROM mediafetch_workers WHERE run = $1 AND worker <> $2 AND state = 'running'
+                        AND heartbeat_at > now() - ($3 || ' seconds')::interval
+                    """, [.text(run), .text(worker), .text(leaseSeconds)])
+                if alive.int64(0, 0) == 0 {
+                    // Nobody else is at work: a new round, planned again from the source's first item.
+                    try connection.query(
+                        "UPDATE mediafetch_runs SET planned = FALSE, source_error = NULL, updated_at = now() WHERE run = $1",
+                        [.text(run)])
+                }
+                try connection.query(
+                    """
+                    INSERT INTO mediafetch_workers (run, worker, state) VALUES ($1, $2, 'running')
+                    ON CONFLICT (run, worker) DO UPDATE SET state = 'running', joined_at = now(), heartbeat_at = now(),
+                        stored = 0, bytes = 0
+                    """, [.text(run), .text(worker)])
+                try connection.execute("COMMIT")
+            } catch {
+                if connection.isOK { try? connection.execute("ROLLBACK") }
+                throw error
+            }
+        }
+    }
+
+    public func tryToPlan() throws -> Bool {
+        let planned = try withConnection { connection in
+            try connection.query("SELECT planned FROM mediafetch_runs WHERE run = $1", [.text(run)]).bool(0, 0)
+        }
+        guard planned == false else { return false }
+        return try planning.withLock { held in
+            do {
+                let connection = try held ?? PGConnection(uri: uri, secrets: secrets)
+                let got = try connection.query(
+                    "SELECT pg_try_advisory_lock(hashtextextended($1, 2))", [.text(run)]
+                ).bool(0, 0)
+                guard got == true else {
+                    held = nil
+                    return false
+                }
+                // Someone may have finished planning between the look and the lock.
+                let done = try connection.query(
+                    "SELECT planned FROM mediafetch_runs WHERE run = $1", [.text(run)]
+                ).bool(0, 0)
+                if done == true {
+                    held = nil
+                    return false
+                }
+                try connection.query(
+                    "UPDATE mediafetch_runs SET planner = $2, planned_items = 0, updated_at = now() WHERE run = $1",
+                    [.text(run), .text(worker)])
+                held = connection
+                return true
+            } catch let error as PGError {
+                held = nil
+                throw LedgerError(
+                    "the PostgreSQL ledger \(location): \(error.message)", cause: error,
+                    isUnreachable: error.connectionLost)
+            }
+        }
+    }
+
+    public func storedEntries(_ keys: [LedgerKey]) throws -> [LedgerKey: LedgerEntry] {
+        guard !keys.isEmpty else { return [:] }
+        return try withConnection { connection in
+            let list = try keys.map {
+                "(\(try connection.literal($0.source)), \(try connection.literal($0.itemID)), "
+                    + "\(try connection.literal($0.asset.rawValue)))"
+            }.joined(separator: ", ")
+            let rows = try connection.query(
+                "SELECT \(Self.columns) FROM mediafetch_items WHERE run = $1 AND status = 'stored' "
+                    + "AND (source, item_id, asset) IN (\(list))", [.text(run)])
+            var found: [LedgerKey: LedgerEntry] = [:]
+            for row in 0..<rows.count {
+                let entry = try Self.entry(rows, row)
+                found[entry.key] = entry
+            }
+            return found
+        }
+    }
+
+    public func addPlanned(_ assets: [PlannedAsset]) throws {
+        guard !assets.isEmpty else { return }
+        let encoder = JSONEncoder()
+        encoder.dateEncodingStrategy = .iso8601
+        let now = Date().timeIntervalSince1970
+        try withConnection { connection in
+            var sql = "BEGIN;\nINSERT INTO mediafetch_items AS i (run, source, item_id, asset, title, url, status, "
+            sql += "updated_at, seq, item, plan_path) VALUES\n"
+            var rows: [String] = []
+            for asset in assets {
+                let json = String(decoding: try encoder.encode(asset.item), as: UTF8.self)
+                rows.append(
+                    "(\(try connection.literal(run)), \(try connection.literal(asset.key.source)), "
+                        + "\(try connection.literal(asset.key.itemID)), \(try connection.literal(asset.key.asset.rawValue)), "
+                        + "\(try connection.literal(asset.item.title)), \(try connection.literal(asset.url.absoluteString)), "
+                        + "'pending', \(now), \(asset.sequence), \(try connection.literal(json)), "
+                        + "\(try connection.literal(asset.plan.relativePath)))")
+            }
+            sql += rows.joined(separator: ",\n")
+            // A row already there keeps its status (stored stays stored), and takes this round's name and place.
+            sql += """
+
+                ON CONFLICT (run, source, item_id, asset) DO UPDATE SET seq = excluded.seq, item = excluded.item,
+                    plan_path = excluded.plan_path, url = excluded.url, title = excluded.title;
+                \(try refetch(assets, connection))
+                UPDATE mediafetch_runs SET planned_items = GREATEST(planned_items, \(assets.map(\.sequence).max() ?? 0) + 1),
+                    updated_at = now() WHERE run = \(try connection.literal(run));
+                COMMIT;
+                """
+            try connection.execute(sql)
+        }
+    }
+
+    /// An asset planned with a stored entry is one the sink no longer holds (the planner asked it): pending again.
+    private func refetch(_ assets: [PlannedAsset], _ connection: PGConnection) throws -> String {
+        try assets.filter { $0.entry?.status == .stored }.map {
+            "UPDATE mediafetch_items SET status = 'pending', location = NULL WHERE run = \(try connection.literal(run)) "
+                + "AND source = \(try connection.literal($0.key.source)) AND item_id = \(try connection.literal($0.key.itemID)) "
+                + "AND asset = \(try connection.literal($0.key.asset.rawValue));"
+        }.joined(separator: "\n")
+    }
+
+    public func finishPlanning(sourceError: String?) throws {
+        try flush()
+        try withConnection { connection in
+            _ = try connection.query(
+                "UPDATE mediafetch_runs SET planned = TRUE, source_error = $2, updated_at = now() WHERE run = $1",
+                [.text(run), .text(sourceError)])
+        }
+        abandonPlanning()
+    }
+
+    public func abandonPlanning() {
+        // Closing the connection ends the session, and with it the lock.
+        planning.withLock { $0 = nil }
+    }
+
+    public func claim(limit: Int) throws -> [PlannedAsset] {
+        let since = joinedAt.withLock { $0 }
+        let sent = ContinuousClock.now
+        let rows = try withConnection { connection in
+            try connection.query(
+                """
+                UPDATE mediafetch_items i SET claimed_by = $2, lease_until = now() + ($3 || ' seconds')::interval,
+                    status = CASE WHEN i.status = 'failed' THEN 'pending' ELSE i.status END
+                FROM (
+                    SELECT run, source, item_id, asset FROM mediafetch_items
+                    WHERE run = $1 AND seq IS NOT NULL AND status <> 'stored'
+                        AND (status <> 'failed' OR updated_at < $4)
+                        AND (claimed_by IS NULL OR lease_until < now())
+                    ORDER BY seq LIMIT $5 FOR UPDATE SKIP LOCKED
+                ) c
+                WHERE i.run = c.run AND i.source = c.source AND i.item_id = c.item_id AND i.asset = c.asset
+                RETURNING \(Self.columns.split(separator: ",").map { "i." + $0.trimmingCharacters(in: .whitespacesAndNewlines) }.joined(separator: ", ")),
+                    i.seq, i.item, i.plan_path
+                """,
+                [.text(run), .text(worker), .text(leaseSeconds), .text(String(since)), .text(String(limit))])
+        }
+        let decoder = JSONDecoder()
+        decoder.dateDecodingStrategy = .iso8601
+        var claimed: [PlannedAsset] = []
+        for row in 0..<rows.count {
+            let entry = try Self.entry(rows, row)
+            guard let json = rows.bytes(row, 16), let path = rows.text(row, 17), let url = URL(string: entry.url),
+                let item = try? decoder.decode(MediaItem.self, from: json)
+            else {
+                throw LedgerError(
+                    "the ledger holds a planned item this build cannot read (\(entry.key)); "
+                        + "`mediafetch clean --all` starts the run over")
+            }
+            // A failed row claimed again starts as the ledger's pending would.
+            var known = entry
+            if known.status == .failed { known.status = .pending }
+            claimed.append(
+                PlannedAsset(
+                    key: entry.key, item: item,
+                    plan: StoragePlan(item: item.ref, asset: entry.key.asset, relativePath: path), url: url,
+                    sequence: rows.int64(row, 15) ?? 0, entry: known))
+        }
+        claimedAt.withLock { known in
+            for asset in claimed { known[asset.key] = sent }
+        }
+        return claimed.sorted { $0.sequence < $1.sequence }
+    }
+
+    public func heartbeat(stored: Int, bytes: Int64) throws {
+        let sent = ContinuousClock.now
+        let renewed = try withConnection { connection in
+            let rows = try connection.query(
+                """
+                UPDATE mediafetch_items SET lease_until = now() + ($3 || ' seconds')::interval
+                WHERE run = $1 AND claimed_by = $2 AND status <> 'stored'
+                RETURNING source, item_id, asset
+                """, [.text(run), .text(worker), .text(leaseSeconds)])
+            try connection.query(
+                """
+                UPDATE mediafetch_workers SET heartbeat_at = now(), stored = $3, bytes = $4, state = 'running'
+                WHERE run = $1 AND worker = $2
+                """, [.text(run), .text(worker), .text(String(stored)), .text(String(bytes))])
+            return Set(
+                (0..<rows.count).compactMap { row -> LedgerKey? in
+                    guard let source = rows.text(row, 0), let id = rows.text(row, 1),
+                        let asset = rows.text(row, 2).flatMap(AssetKind.init)
+                    else { return nil }
+                    return LedgerKey(source: source, itemID: id, asset: asset)
+                })
+        }
+        // Only the claims the server renewed are fresh; one it no longer counts as this worker's is forgotten.
+        claimedAt.withLock { known in
+            for key in Array(known.keys) { known[key] = renewed.contains(key) ? sent : nil }
+        }
+    }
+
+    public func confirmClaim(_ key: LedgerKey) throws -> Bool {
+        // Renewed (or claimed) less than two thirds of a lease ago: no one else can have it yet. Leases are measured
+        // by the server's clock from a moment after `sent`, so this side's clock only ever errs short.
+        let fresh = claimedAt.withLock { known in
+            known[key].map { ContinuousClock.now - $0 < lease * 2 / 3 } ?? false
+        }
+        if fresh { return true }
+        let sent = ContinuousClock.now
+        let confirmed = try withConnection { connection in
+            try connection.query(
+                """
+                UPDATE mediafetch_items SET lease_until = now() + ($6 || ' seconds')::interval
+                WHERE run = $1 AND source = $2 AND item_id = $3 AND asset = $4 AND claimed_by = $5 AND status <> 'stored'
+                RETURNING 1
+                """,
+                [
+                    .text(run), .text(key.source), .text(key.itemID), .text(key.asset.rawValue), .text(worker),
+                    .text(leaseSeconds),
+                ]
+            ).count == 1
+        }
+        claimedAt.withLock { $0[key] = confirmed ? sent : nil }
+        return confirmed
+    }
+
+    public func releaseClaims() throws {
+        claimedAt.withLock { $0.removeAll() }
+        try flush()
+        _ = try withConnection { connection in
+            try connection.query(
+                """
+                UPDATE mediafetch_items SET claimed_by = NULL, lease_until = NULL
+                WHERE run = $1 AND claimed_by = $2 AND status <> 'stored'
+                """, [.text(run), .text(worker)])
+        }
+    }
+
+    public func progress() throws -> SharedRunProgress {
+        // This worker's own failures and stores must be on the server before it counts what is open.
+        try flush()
+        let since = joinedAt.withLock { $0 }
+        return try withConnection { connection in
+            let rows = try connection.query(
+                """
+                SELECT r.planned, (SELECT count(*) FROM mediafetch_items
+                    WHERE run = $1 AND seq IS NOT NULL AND status <> 'stored' AND (status <> 'failed' OR updated_at < $2))
+                FROM mediafetch_runs r WHERE r.run = $1
+                """, [.text(run), .text(String(since))])
+            guard rows.count == 1 else { return SharedRunProgress(planned: false, open: 0) }
+            return SharedRunProgress(planned: rows.bool(0, 0) ?? false, open: Int(rows.int64(0, 1) ?? 0))
+        }
+    }
+
+    public func leave(state: String) throws {
+        _ = try withConnection { connection in
+            try connection.query(
+                "UPDATE mediafetch_workers SET state = $3, heartbeat_at = now() WHERE run = $1 AND worker = $2",
+                [.text(run), .text(worker), .text(state)])
+        }
+    }
+
+    public func workers() throws -> [SharedRunWorker] {
+        try flush()
+        return try withConnection { connection in
+            let rows = try connection.query(
+                """
+                SELECT w.worker, w.state, (SELECT count(*) FROM mediafetch_items i WHERE i.run = w.run
+                        AND i.claimed_by = w.worker AND i.status <> 'stored' AND i.lease_until > now()),
+                    w.stored, w.bytes, extract(epoch FROM w.joined_at), extract(epoch FROM w.heartbeat_at)
+                FROM mediafetch_workers w WHERE w.run = $1 ORDER BY w.joined_at, w.worker
+                """, [.text(run)])
+            return (0..<rows.count).map { row in
+                SharedRunWorker(
+                    worker: rows.text(row, 0) ?? "", state: rows.text(row, 1) ?? "",
+                    claimed: Int(rows.int64(row, 2) ?? 0), stored: Int(rows.int64(row, 3) ?? 0),
+                    bytes: rows.int64(row, 4) ?? 0,
+                    joinedAt: Date(timeIntervalSince1970: rows.double(row, 5) ?? 0),
+                    lastHeartbeat: Date(timeIntervalSince1970: rows.double(row, 6) ?? 0))
+            }
+        }
+    }
+}

@@ -1,0 +1,544 @@
+import Foundation
+import MediaFetchCore
+import Synchronization
+
+/// The ledger in PostgreSQL (`ledger: postgresql://USER@HOST:PORT/DB` in a config, any libpq URI): what SQLite's
+/// ``Ledger`` records, in tables every machine that reaches the server shares, each row under the run's `name:`.
+///
+/// Writes are queued, as in SQLite, and a batch goes to the server as one text of statements in one transaction (one
+/// round trip). A batch the server did not take (it restarted, the network dropped) stays queued and goes with the
+/// next flush, on a new connection. The schema is versioned in `mediafetch_schema` and migrated by the first
+/// connection of a newer build, under an advisory lock so that workers starting together migrate once.
+///
+/// For several workers of one run it is also a ``SharedRunLedger``: see `PostgreSQLLedger+SharedRun.swift`.
+public final class PostgreSQLLedger: Sendable {
+    /// The descriptor `BundledPlugins` registers: `postgresql://` and `postgres://` URIs.
+    public static let descriptor = LedgerDescriptor(
+        schemes: ["postgresql", "postgres"],
+        summary: "PostgreSQL (libpq): one run shared by workers on any machine that reaches the server"
+    ) { request in
+        try PostgreSQLLedger(uri: request.selection.uri, run: request.runName, worker: request.worker)
+    }
+
+    /// The URI with the password removed, for messages.
+    public let location: String
+    /// The run every row belongs to.
+    public let run: String
+    /// This worker's id in the run.
+    public let worker: String
+    /// How long a claim lasts without a heartbeat.
+    public let lease: Duration
+    /// The connection holding the planning lock while this worker plans (a session lock: it goes with the
+    /// connection, so a planner killed with `-9` loses it).
+    let planning = Mutex<PGConnection?>(nil)
+    /// When this worker joined (seconds since 1970): failures older than that are tried again.
+    let joinedAt = Mutex(Date().timeIntervalSince1970)
+    let uri: String
+    let secrets: [String]
+    private let batchSize: Int
+    private let batchAge: Duration
+
+    /// Writes waiting for the next batch; the lock is held only to add or take writes.
+    private struct Queue {
+        var pending: [Write] = []
+        var lastFlush = ContinuousClock.now
+        /// The run keys among `pending`, for lookups before they are committed.
+        var runKeys: [RunKeyID: String?] = [:]
+    }
+
+    private struct RunKeyID: Hashable {
+        var scope: String
+        var key: String
+    }
+
+    enum Write {
+        case begin(LedgerKey, title: String, url: String)
+        case responded(LedgerKey, validator: Validator?, expected: Int64?)
+        case verified(LedgerKey, size: Int64, sha256: String?)
+        case stored(LedgerKey, StoredRecord)
+        case failed(LedgerKey, reason: String, received: Int64)
+        case paused(LedgerKey, received: Int64)
+        case retrying(LedgerKey)
+        case runKey(scope: String, key: String, value: String?)
+
+        /// The asset the write is about; nil for a run key.
+        var item: LedgerKey? {
+            switch self {
+            case .begin(let key, _, _), .responded(let key, _, _), .verified(let key, _, _), .stored(let key, _),
+                .failed(let key, _, _), .paused(let key, _), .retrying(let key):
+                key
+            case .runKey: nil
+            }
+        }
+    }
+
+    private let queue = Mutex(Queue())
+    /// Every run key this process took since its ``resetRunKeys()``, nil before one. The planner resets the keys
+    /// and is the only one to take any while it holds the planning lock, so these are all there are and a lookup
+    /// needs no round trip (the price: a planned name's key in memory per item, for the planner only).
+    private let takenHere = Mutex<[RunKeyID: String?]?>(nil)
+    /// When each claim this worker holds was last known live on the server (taken before the statement that set
+    /// its lease was sent): a store within the lease of it needs no round trip to confirm the claim.
+    let claimedAt = Mutex<[LedgerKey: ContinuousClock.Instant]>([:])
+    /// Held from taking a batch to its commit, so that batches reach the server in the order they were queued.
+    private let commitGate = Mutex(())
+    /// The connection, made again after it broke; held while a batch is written or the ledger read.
+    let connection = Mutex<PGConnection?>(nil)
+
+    /// Connects, creates or migrates the schema.
+    /// - Parameters:
+    ///   - uri: a libpq connection URI or `key=value` string, password and all (it is never shown).
+    ///   - run: the run's name.
+    /// - Throws: ``LedgerError`` saying what is wrong (unreachable, refused, written by a newer build), with the URI
+    ///   redacted.
+    ///   - worker: this worker's id in a shared run; nil for host:pid.
+    ///   - lease: how long a claim lasts without a heartbeat.
+    public init(
+        uri: String, run: String, worker: String? = nil, lease: Duration = .seconds(15), batchSize: Int = 256,
+        batchAge: Duration = .milliseconds(250)
+    ) throws {
+        self.uri = uri
+        self.run = run
+        self.worker = worker ?? LedgerRequest.defaultWorker
+        self.lease = lease
+        self.location = LedgerSelection.redact(uri)
+        self.secrets = [PGConnection.password(in: uri)].compactMap { $0 }
+        self.batchSize = batchSize
+        self.batchAge = batchAge
+        do {
+            try PGConnection.validate(uri)
+        } catch let error as PGError {
+            throw LedgerError("the ledger URI \(location) is not one libpq reads: \(error.message)")
+        }
+        try withConnection { try Self.migrate($0, location: location) }
+    }
+
+    /// Runs `body` with the connection, connecting first when there is none; a connection that broke is dropped,
+    /// so that the next call connects again.
+    /// - Throws: ``LedgerError`` naming the server (redacted), with the ``PGError`` as its cause.
+    func withConnection<T>(_ body: (PGConnection) throws -> T) throws -> T {
+        try connection.withLock { held in
+            do {
+                if held == nil || held?.isOK == false { held = try PGConnection(uri: uri, secrets: secrets) }
+                guard let open = held else { throw PGError("no connection", connectionLost: true) }
+                return try body(open)
+            } catch let error as PGError {
+                if error.connectionLost { held = nil }
+                throw LedgerError(
+                    "the PostgreSQL ledger \(location): \(error.message)", cause: error,
+                    isUnreachable: error.connectionLost)
+            }
+        }
+    }
+
+    // MARK: Reading
+
+    static let columns = """
+        source, item_id, asset, title, url, etag, last_modified, expected_bytes, received_bytes, sha256, status,
+        reason, attempts, location, updated_at
+        """
+
+    static func entry(_ rows: PGRows, _ row: Int, offset: Int = 0) throws -> LedgerEntry {
+        let column = { (index: Int) in index + offset }
+        guard let source = rows.text(row, column(0)), let itemID = rows.text(row, column(1)),
+            let asset = rows.text(row, column(2)).flatMap(AssetKind.init),
+            let status = rows.text(row, column(10)).flatMap(LedgerStatus.init)
+        else {
+            throw LedgerError("the ledger holds a row this build cannot read; `mediafetch clean --all` starts over")
+        }
+        let etag = rows.text(row, column(5))
+        let lastModified = rows.text(row, column(6))
+        return LedgerEntry(
+            key: LedgerKey(source: source, itemID: itemID, asset: asset),
+            title: rows.text(row, column(3)) ?? "",
+            url: rows.text(row, column(4)) ?? "",
+            validator: etag == nil && lastModified == nil ? nil : Validator(etag: etag, lastModified: lastModified),
+            expectedBytes: rows.int64(row, column(7)),
+            receivedBytes: rows.int64(row, column(8)) ?? 0,
+            sha256: rows.text(row, column(9)),
+            status: status,
+            reason: rows.text(row, column(11)),
+            attempts: Int(rows.int64(row, column(12)) ?? 0),
+            location: rows.text(row, column(13)),
+            updatedAt: Date(timeIntervalSince1970: rows.double(row, column(14)) ?? 0))
+    }
+
+    /// Rows of this run that have been begun or planned, as entries.
+    private func select(_ filter: String, _ parameters: [PGConnection.Value]) throws -> [LedgerEntry] {
+        try flush()
+        return try withConnection { connection in
+            let rows = try connection.query(
+                "SELECT \(Self.columns) FROM mediafetch_items WHERE run = $1\(filter) ORDER BY source, item_id, asset",
+                [.text(run)] + parameters)
+            return try (0..<rows.count).map { try Self.entry(rows, $0) }
+        }
+    }
+
+    // MARK: Writing
+
+    private func enqueue(_ write: Write) {
+        queue.withLock { $0.pending.append(write) }
+    }
+
+    /// Takes the queued writes and sends them in one transaction; the caller holds ``connection``. Writes the
+    /// server did not take go back to the head of the queue.
+    private func commit() throws {
+        var writes: [Write] = []
+        var runKeys: [RunKeyID: String?] = [:]
+        queue.withLock { queue in
+            queue.lastFlush = .now
+            swap(&writes, &queue.pending)
+            swap(&runKeys, &queue.runKeys)
+        }
+        guard !writes.isEmpty else { return }
+        do {
+            try withConnection { connection in
+                let now = Date().timeIntervalSince1970
+                var sql = "BEGIN;\n"
+                let merged = Self.wholeDownloads(writes)
+                var written: Set<LedgerKey> = []
+                for write in writes {
+                    if let key = write.item, let download = merged[key] {
+                        // A key's whole download is one statement, at its first write (rows do not depend on each
+                        // other).
+                        if written.insert(key).inserted { sql += try statement(download, key, connection, now: now) + ";\n" }
+                        continue
+                    }
+                    sql += try statement(write, connection, now: now) + ";\n"
+                }
+                sql += "COMMIT;"
+                try connection.execute(sql)
+            }
+        } catch {
+            queue.withLock { queue in
+                queue.pending.insert(contentsOf: writes, at: 0)
+                queue.runKeys.merge(runKeys) { _, newer in newer }
+            }
+            throw error
+        }
+    }
+
+    /// A download whose writes in one batch are exactly begun, answered (once or more), stored.
+    struct WholeDownload {
+        var title: String
+        var url: String
+        var validator: Validator?
+        var record: StoredRecord
+    }
+
+    /// The keys of `writes` whose writes are one whole download, folded (the common case: three statements become one).
+    static func wholeDownloads(_ writes: [Write]) -> [LedgerKey: WholeDownload] {
+        var byKey: [LedgerKey: [Write]] = [:]
+        for write in writes {
+            if let key = write.item { byKey[key, default: []].append(write) }
+        }
+        var whole: [LedgerKey: WholeDownload] = [:]
+        for (key, list) in byKey where list.count >= 3 {
+            guard case .begin(_, let title, let url) = list[0], case .stored(_, let record) = list[list.count - 1]
+            else { continue }
+            var validator: Validator??
+            for write in list.dropFirst().dropLast() {
+                guard case .responded(_, let answered, _) = write else {
+                    validator = nil
+                    break
+                }
+                validator = .some(answered)
+            }
+            guard let validator else { continue }
+            whole[key] = WholeDownload(title: title, url: url, validator: validator, record: record)
+        }
+        return whole
+    }
+
+    /// The one statement of a whole download: the row as begin, responded and stored leave it.
+    private func statement(
+        _ download: WholeDownload, _ item: LedgerKey, _ connection: PGConnection, now: Double
+    ) throws -> String {
+        let record = download.record
+        return """
+            INSERT INTO mediafetch_items AS i (run, source, item_id, asset, title, url, etag, last_modified,
+                expected_bytes, received_bytes, sha256, status, attempts, location, updated_at)
+            VALUES (\(try connection.literal(run)), \(try connection.literal(item.source)),
+                \(try connection.literal(item.itemID)), \(try connection.literal(item.asset.rawValue)),
+                \(try connection.literal(download.title)), \(try connection.literal(download.url)),
+                \(try connection.literal(download.validator?.etag)), \(try connection.literal(download.validator?.lastModified)),
+                \(record.size), \(record.size), \(try connection.literal(record.sha256)), 'stored', 1,
+                \(try connection.literal(record.location)), \(now))
+            ON CONFLICT (run, source, item_id, asset) DO UPDATE SET
+                title = excluded.title, url = excluded.url, etag = excluded.etag, last_modified = excluded.last_modified,
+                expected_bytes = excluded.expected_bytes, received_bytes = excluded.received_bytes,
+                sha256 = excluded.sha256, status = 'stored', reason = NULL, attempts = 1, location = excluded.location,
+                updated_at = excluded.updated_at, claimed_by = NULL, lease_until = NULL
+            """
+    }
+
+    /// The statement of one write, values quoted by libpq.
+    private func statement(_ write: Write, _ connection: PGConnection, now: Double) throws -> String {
+        func key(_ key: LedgerKey) throws -> String {
+            "run = \(try connection.literal(run)) AND source = \(try connection.literal(key.source)) AND item_id = "
+                + "\(try connection.literal(key.itemID)) AND asset = \(try connection.literal(key.asset.rawValue))"
+        }
+        func number(_ value: Int64?) -> String { value.map(String.init) ?? "NULL" }
+        // A worker whose claim went to another leaves that worker's row alone when it fails or pauses.
+        func mine() throws -> String { "(claimed_by IS NULL OR claimed_by = \(try connection.literal(worker)))" }
+        switch write {
+        case .begin(let item, let title, let url):
+            return """
+                INSERT INTO mediafetch_items AS i (run, source, item_id, asset, title, url, status, attempts, updated_at)
+                VALUES (\(try connection.literal(run)), \(try connection.literal(item.source)),
+                    \(try connection.literal(item.itemID)), \(try connection.literal(item.asset.rawValue)),
+                    \(try connection.literal(title)), \(try connection.literal(url)), 'pending', 1, \(now))
+                ON CONFLICT (run, source, item_id, asset) DO UPDATE SET
+                    title = excluded.title, url = excluded.url, attempts = 1,
+                    status = CASE WHEN i.status IN ('stored', 'verified') THEN 'pending' ELSE i.status END,
+                    updated_at = excluded.updated_at
+                """
+        case .responded(let item, let validator, let expected):
+            return """
+                UPDATE mediafetch_items SET etag = \(try connection.literal(validator?.etag)),
+                    last_modified = \(try connection.literal(validator?.lastModified)),
+                    expected_bytes = \(number(expected)), status = 'partial', updated_at = \(now)
+                WHERE \(try key(item)) AND status <> 'stored'
+                """
+        case .verified(let item, let size, let sha256):
+            return """
+                UPDATE mediafetch_items SET status = 'verified', location = NULL, received_bytes = \(size),
+                    expected_bytes = \(size), sha256 = \(try connection.literal(sha256)), reason = NULL,
+                    updated_at = \(now) WHERE \(try key(item))
+                """
+        case .stored(let item, let record):
+            return """
+                UPDATE mediafetch_items SET status = 'stored', location = \(try connection.literal(record.location)),
+                    received_bytes = \(record.size), expected_bytes = \(record.size),
+                    sha256 = \(try connection.literal(record.sha256)), reason = NULL, updated_at = \(now),
+                    claimed_by = NULL, lease_until = NULL
+                WHERE \(try key(item))
+                """
+        case .failed(let item, let reason, let received):
+            return """
+                UPDATE mediafetch_items SET status = 'failed', reason = \(try connection.literal(reason)),
+                    received_bytes = \(received), updated_at = \(now), claimed_by = NULL, lease_until = NULL
+                WHERE \(try key(item)) AND status <> 'stored' AND \(try mine())
+                """
+        case .retrying(let item):
+            return "UPDATE mediafetch_items SET attempts = attempts + 1, updated_at = \(now) WHERE \(try key(item))"
+        case .runKey(let scope, let name, let value):
+            return """
+                INSERT INTO mediafetch_run_keys (run, scope, key, value)
+                VALUES (\(try connection.literal(run)), \(try connection.literal(scope)), \(try connection.literal(name)),
+                    \(try connection.literal(value)))
+                ON CONFLICT (run, scope, key) DO UPDATE SET value = excluded.value
+                """
+        case .paused(let item, let received):
+            return """
+                UPDATE mediafetch_items SET status = 'partial', received_bytes = \(received), updated_at = \(now),
+                    claimed_by = NULL, lease_until = NULL
+                WHERE \(try key(item)) AND status <> 'stored' AND status <> 'verified' AND \(try mine())
+                """
+        }
+    }
+}
+
+extension PostgreSQLLedger: RunLedger {
+    public func entry(_ key: LedgerKey) throws -> LedgerEntry? {
+        try select(
+            " AND source = $2 AND item_id = $3 AND asset = $4",
+            [.text(key.source), .text(key.itemID), .text(key.asset.rawValue)]
+        ).first
+    }
+
+    public func entries() throws -> [LedgerEntry] {
+        try select("", [])
+    }
+
+    public func entries(source: String) throws -> [LedgerKey: LedgerEntry] {
+        let rows = try select(" AND source = $2", [.text(source)])
+        return Dictionary(rows.map { ($0.key, $0) }, uniquingKeysWith: { first, _ in first })
+    }
+
+    public func committedEntry(_ key: LedgerKey) throws -> LedgerEntry? {
+        try withConnection { connection in
+            let rows = try connection.query(
+                "SELECT \(Self.columns) FROM mediafetch_items WHERE run = $1 AND source = $2 AND item_id = $3 "
+                    + "AND asset = $4",
+                [.text(run), .text(key.source), .text(key.itemID), .text(key.asset.rawValue)])
+            return rows.count == 0 ? nil : try Self.entry(rows, 0)
+        }
+    }
+
+    public func forEachEntry(source: String, status: LedgerStatus, _ body: (LedgerEntry) throws -> Void) throws {
+        try flush()
+        var after = ("", "")
+        while true {
+            let page = try withConnection { connection in
+                let rows = try connection.query(
+                    "SELECT \(Self.columns) FROM mediafetch_items WHERE run = $1 AND source = $2 AND status = $3 "
+                        + "AND (item_id, asset) > ($4, $5) ORDER BY item_id, asset LIMIT 512",
+                    [.text(run), .text(source), .text(status.rawValue), .text(after.0), .text(after.1)])
+                return try (0..<rows.count).map { try Self.entry(rows, $0) }
+            }
+            for entry in page { try body(entry) }
+            guard let last = page.last, page.count == 512 else { return }
+            after = (last.key.itemID, last.key.asset.rawValue)
+        }
+    }
+
+    public func resetRunKeys() throws {
+        try commitGate.withLock { _ in
+            queue.withLock { queue in
+                queue.pending.removeAll { if case .runKey = $0 { true } else { false } }
+                queue.runKeys.removeAll()
+            }
+            _ = try withConnection { try $0.query("DELETE FROM mediafetch_run_keys WHERE run = $1", [.text(run)]) }
+            takenHere.withLock { $0 = [:] }
+        }
+    }
+
+    public func runKey(scope: String, key: String) throws -> String?? {
+        // The gate first, so that no batch is between the queue and the server while we look.
+        if let taken = takenHere.withLock({ $0 }) { return taken[RunKeyID(scope: scope, key: key)] }
+        return try commitGate.withLock { _ in
+            if let queued = queue.withLock({ $0.runKeys[RunKeyID(scope: scope, key: key)] }) { return .some(queued) }
+            return try withConnection { connection in
+                let rows = try connection.query(
+                    "SELECT value FROM mediafetch_run_keys WHERE run = $1 AND scope = $2 AND key = $3",
+                    [.text(run), .text(scope), .text(key)])
+                return rows.count == 0 ? nil : .some(rows.text(0, 0))
+            }
+        }
+    }
+
+    public func takeRunKey(scope: String, key: String, value: String?) {
+        // After a reset this process holds every key there is (see ``takenHere``): none goes to the server.
+        let held = takenHere.withLock { taken -> Bool in
+            guard taken != nil else { return false }
+            taken?[RunKeyID(scope: scope, key: key)] = .some(value)
+            return true
+        }
+        guard !held else { return }
+        queue.withLock { queue in
+            queue.pending.append(.runKey(scope: scope, key: key, value: value))
+            queue.runKeys[RunKeyID(scope: scope, key: key)] = .some(value)
+        }
+    }
+
+    public func begin(_ key: LedgerKey, title: String, url: URL) {
+        enqueue(.begin(key, title: title, url: url.absoluteString))
+    }
+
+    public func responded(_ key: LedgerKey, validator: Validator?, expectedBytes: Int64?) {
+        enqueue(.responded(key, validator: validator, expected: expectedBytes))
+    }
+
+    public func verified(_ key: LedgerKey, size: Int64, sha256: String?) {
+        enqueue(.verified(key, size: size, sha256: sha256))
+    }
+
+    public func stored(_ key: LedgerKey, _ record: StoredRecord) {
+        enqueue(.stored(key, record))
+        claimedAt.withLock { _ = $0.removeValue(forKey: key) }
+    }
+
+    public func failed(_ key: LedgerKey, reason: String, receivedBytes: Int64) {
+        enqueue(.failed(key, reason: reason, received: receivedBytes))
+        claimedAt.withLock { _ = $0.removeValue(forKey: key) }
+    }
+
+    public func retrying(_ key: LedgerKey) { enqueue(.retrying(key)) }
+
+    public func paused(_ key: LedgerKey, receivedBytes: Int64) {
+        enqueue(.paused(key, received: receivedBytes))
+        claimedAt.withLock { _ = $0.removeValue(forKey: key) }
+    }
+
+    public func flushIfDue() throws {
+        let due = queue.withLock { queue in
+            !queue.pending.isEmpty
+                && (queue.pending.count >= batchSize || ContinuousClock.now - queue.lastFlush >= batchAge)
+        }
+        guard due else { return }
+        try commitSerially(wait: false)
+    }
+
+    public func flush() throws {
+        try commitSerially(wait: true)
+    }
+
+    public func removeAll() throws {
+        queue.withLock { $0.pending.removeAll() }
+        try withConnection { connection in
+            let run = try connection.literal(run)
+            try connection.execute(
+                """
+                BEGIN;
+                DELETE FROM mediafetch_items WHERE run = \(run);
+                DELETE FROM mediafetch_source_state WHERE run = \(run);
+                DELETE FROM mediafetch_run_keys WHERE run = \(run);
+                DELETE FROM mediafetch_workers WHERE run = \(run);
+                DELETE FROM mediafetch_runs WHERE run = \(run);
+                COMMIT;
+                """)
+        }
+    }
+
+    public func forgetPartials() throws {
+        try flush()
+        _ = try withConnection { connection in
+            try connection.query(
+                """
+                UPDATE mediafetch_items SET status = 'pending', received_bytes = 0
+                WHERE run = $1 AND status IN ('partial', 'pending', 'verified')
+                """, [.text(run)])
+        }
+    }
+
+    public func sourceValue(source: String, key: String) throws -> Data? {
+        try withConnection { connection in
+            let rows = try connection.query(
+                "SELECT value FROM mediafetch_source_state WHERE run = $1 AND source = $2 AND key = $3",
+                [.text(run), .text(source), .text(key)], binary: true)
+            return rows.count == 0 ? nil : rows.bytes(0, 0) ?? Data()
+        }
+    }
+
+    public func setSourceValues(source: String, _ values: [(key: String, value: Data?)]) throws {
+        try withConnection { connection in
+            try connection.query("BEGIN")
+            do {
+                for (key, value) in values {
+                    if let value {
+                        try connection.query(
+                            """
+                            INSERT INTO mediafetch_source_state (run, source, key, updated_at, value)
+                            VALUES ($1, $2, $3, $4, $5)
+                            ON CONFLICT (run, source, key) DO UPDATE SET updated_at = excluded.updated_at,
+                                value = excluded.value
+                            """,
+                            [
+                                .text(run), .text(source), .text(key), .text(String(Date().timeIntervalSince1970)),
+                                .bytes(value),
+                            ])
+                    } else {
+                        try connection.query(
+                            "DELETE FROM mediafetch_source_state WHERE run = $1 AND source = $2 AND key = $3",
+                            [.text(run), .text(source), .text(key)])
+                    }
+                }
+                try connection.query("COMMIT")
+            } catch {
+                if connection.isOK { _ = try? connection.query("ROLLBACK") }
+                throw error
+            }
+        }
+    }
+
+    /// Commits the queue; `wait` false returns at once when another thread is committing (its writes go with the
+    /// next chance).
+    private func commitSerially(wait: Bool) throws {
+        if wait {
+            try commitGate.withLock { _ in try commit() }
+        } else {
+            try commitGate.withLockIfAvailable { _ in try commit() }
+        }
+    }
+}

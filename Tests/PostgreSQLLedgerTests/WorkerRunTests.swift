@@ -1,0 +1,296 @@
+import Foundation
+import MediaFetchCore
+import MediaFetchTesting
+import PostgreSQLLedger
+import Testing
+
+/// The built `mediafetch` as several workers of one run through a real PostgreSQL: every item stored once, under
+/// the names one worker gives them, whatever happens to the workers.
+@Suite("Workers share one run", .serialized)
+struct WorkerRunTests {
+    /// The mock catalog (each preview answered after a short delay, so that a run lasts long enough to kill a worker
+    /// in the middle) and a folder for configs, collections and state.
+    struct Setup {
+        let server: MockCatalogServer
+        let folder: URL
+        let uri: String
+
+        init(database: PostgreSQLServer, previewDelay: Double = 0.15) throws {
+            server = try MockCatalogServer()
+            server.setFaultHook { request in
+                request.path.hasPrefix("/itunes-assets/") ? .delay(seconds: previewDelay) : nil
+            }
+            folder = FileManager.default.temporaryDirectory.appendingPathComponent("workers-\(UUID().uuidString)")
+            try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+            uri = database.uri
+        }
+
+        func close() {
+            server.stop()
+            try? FileManager.default.removeItem(at: folder)
+        }
+
+        /// A config for run `name` storing into `collection`, with the shared ledger; returns its path.
+        func config(name: String, collection: String, items: Int = 60) throws -> String {
+            let text = """
+                name: \(name)
+                ledger: \(uri)
+                source:
+                  use: itunes
+                  term: love
+                  max-items: \(items)
+                  requests-per-minute: 0
+                  endpoint: \(server.baseURL.absoluteString)
+                transport:
+                  use: curl
+                  concurrency: 2
+                sink:
+                  use: directory
+                  path: \(collection)
+                state: state-\(name)
+                """
+            let url = folder.appendingPathComponent("\(name).yaml")
+            try Data(text.utf8).write(to: url)
+            return url.path
+        }
+
+        /// Every file under `collection`, by relative path, with its bytes.
+        func files(_ collection: String) throws -> [String: Data] {
+            let root = folder.appendingPathComponent(collection).path
+            var result: [String: Data] = [:]
+            guard let walker = FileManager.default.enumerator(atPath: root) else { return result }
+            while let relative = walker.nextObject() as? String {
+                var info = stat()
+                guard lstat(root + "/" + relative, &info) == 0, info.st_mode & S_IFMT == S_IFREG,
+                    !(relative as NSString).lastPathComponent.hasPrefix(".")
+                else { continue }
+                result[relative] = try Data(contentsOf: URL(fileURLWithPath: root + "/" + relative))
+            }
+            return result
+        }
+    }
+
+    static func summary(_ outcome: WorkerChild.Outcome) -> RunSummary? {
+        try? JSONDecoder().decode(WorkerReport.self, from: Data(outcome.stdout.utf8)).summary
+    }
+
+    struct WorkerReport: Decodable {
+        var summary: RunSummary
+    }
+
+    struct StatusReport: Decodable {
+        struct Worker: Decodable {
+            var worker: String
+            var state: String
+            var claimed: Int
+            var stored: Int
+        }
+
+        var run: String
+        var totals: [String: Int]
+        var workers: [Worker]
+    }
+
+    @Test func threeWorkersOneKilledStoreEveryItemOnceUnderTheNamesOfOne() async throws {
+        try await PostgreSQLServer.with { database in
+            let setup = try Setup(database: database)
+            defer { setup.close() }
+            let solo = try await WorkerChild.run(
+                ["run", try setup.config(name: "solo", collection: "solo"), "--quiet", "--json", "--worker", "solo"],
+                in: setup.folder)
+            #expect(solo.status == 0, "\(solo.stderr)\n\(solo.stdout)")
+            let reference = try setup.files("solo")
+            #expect(reference.count >= 50)
+
+            let config = try setup.config(name: "shared", collection: "shared")
+            let workers = try (1...3).map {
+                try WorkerChild(["run", config, "--quiet", "--json", "--worker", "w\($0)"], in: setup.folder)
+            }
+            // Halfway: a third of the files are there.
+            try await waitFor("a third of the files stored", seconds: 120) {
+                try setup.files("shared").count >= reference.count / 3
+            }
+            kill(workers[1].process.processIdentifier, SIGKILL)
+            let first = try await workers[0].wait()
+            let killed = try await workers[1].wait()
+            let third = try await workers[2].wait()
+            #expect(killed.status == 128 + SIGKILL || killed.status == SIGKILL)
+            #expect(first.status == 0, "\(first.stderr)\n\(first.stdout)")
+            #expect(third.status == 0, "\(third.stderr)\n\(third.stdout)")
+
+            let shared = try setup.files("shared")
+            #expect(Set(shared.keys) == Set(reference.keys))
+            #expect(shared == reference)
+            let uri = setup.uri
+            let entries = try await PostgreSQLServer.offThePool {
+                try PostgreSQLLedger(uri: uri, run: "shared").entries()
+            }
+            #expect(entries.count == reference.count)
+            #expect(entries.allSatisfy { $0.status == .stored })
+            #expect(Set(entries.compactMap(\.location)).count == reference.count)
+
+            let status = try await WorkerChild.run(["status", config, "--json"], in: setup.folder)
+            let shown = try JSONDecoder().decode(StatusReport.self, from: Data(status.stdout.utf8))
+            #expect(shown.run == "shared")
+            #expect(shown.totals["stored"] == reference.count)
+            #expect(Set(shown.workers.map(\.worker)) == ["w1", "w2", "w3"])
+            #expect(shown.workers.first { $0.worker == "w2" }?.state == "running")
+            #expect(shown.workers.filter { $0.worker != "w2" }.allSatisfy { $0.state == "done" && $0.claimed == 0 })
+            #expect(shown.workers.map(\.stored).reduce(0, +) <= reference.count)
+            let text = try await WorkerChild.run(["status", config], in: setup.folder)
+            #expect(text.stdout.contains("stored: \(reference.count)"))
+            #expect(text.stdout.contains("w2: silent"))
+
+            let fourth = try await WorkerChild.run(["run", config, "--quiet", "--json", "--worker", "w4"], in: setup.folder)
+            #expect(fourth.status == 0, "\(fourth.stderr)")
+            let summary = try #require(Self.summary(fourth), "\(fourth.stdout)")
+            #expect(summary.stored == 0)
+            #expect(summary.alreadyStored == reference.count)
+            #expect(summary.bytesTransferred == 0)
+        }
+    }
+
+    @Test func aPostgreSQLRestartMidRunLosesNothingAndStoresNothingTwice() async throws {
+        try await PostgreSQLServer.with { database in
+            let setup = try Setup(database: database)
+            defer { setup.close() }
+            let config = try setup.config(name: "restart", collection: "restart", items: 40)
+            let workers = try (1...2).map {
+                try WorkerChild(["run", config, "--quiet", "--json", "--worker", "r\($0)"], in: setup.folder)
+            }
+            try await waitFor("some files stored", seconds: 120) { try setup.files("restart").count >= 8 }
+            try await PostgreSQLServer.offThePool { try database.stop(mode: .immediate) }
+            try await Task.sleep(for: .seconds(2))
+            try await PostgreSQLServer.offThePool { try database.start() }
+            for worker in workers {
+                let outcome = try await worker.wait()
+                #expect(outcome.status == 0, "\(outcome.stdout.prefix(3000))")
+            }
+            let files = try setup.files("restart")
+            let uri = setup.uri
+            let entries = try await PostgreSQLServer.offThePool {
+                try PostgreSQLLedger(uri: uri, run: "restart").entries()
+            }
+            // Every planned item is stored, each as one file: a second store would have left one more file.
+            #expect(entries.count == 40)
+            #expect(entries.allSatisfy { $0.status == .stored })
+            #expect(files.count == entries.count)
+            #expect(Set(entries.compactMap(\.location)) == Set(files.keys))
+        }
+    }
+
+    @Test func ctrlCGivesClaimsBackAtOnceAndExits130() async throws {
+        try await PostgreSQLServer.with { database in
+            let setup = try Setup(database: database, previewDelay: 0.5)
+            defer { setup.close() }
+            let config = try setup.config(name: "sigint", collection: "sigint", items: 30)
+            let worker = try WorkerChild(["run", config, "--quiet", "--worker", "i1"], in: setup.folder)
+            try await waitFor("a file stored", seconds: 60) { try setup.files("sigint").count >= 1 }
+            kill(worker.process.processIdentifier, SIGINT)
+            let outcome = try await worker.wait()
+            #expect(outcome.status == 130, "\(outcome.stderr)\n\(outcome.stdout)")
+            let status = try await WorkerChild.run(["status", config, "--json"], in: setup.folder)
+            let shown = try JSONDecoder().decode(StatusReport.self, from: Data(status.stdout.utf8))
+            #expect(shown.workers.map(\.worker) == ["i1"])
+            #expect(shown.workers.first?.state == "interrupted")
+            #expect(shown.workers.first?.claimed == 0)
+            // Another worker takes over the rest and completes the run.
+            let next = try await WorkerChild.run(["run", config, "--quiet", "--worker", "i2"], in: setup.folder)
+            #expect(next.status == 0, "\(next.stderr)")
+            #expect(try setup.files("sigint").count == 30)
+        }
+    }
+
+    @Test func twoWorkersRacingToPlanPlanOnce() async throws {
+        try await PostgreSQLServer.with { database in
+            let setup = try Setup(database: database, previewDelay: 0)
+            defer { setup.close() }
+            let solo = try await WorkerChild.run(
+                ["run", try setup.config(name: "alone", collection: "alone", items: 30), "--quiet", "--worker", "a"],
+                in: setup.folder)
+            #expect(solo.status == 0, "\(solo.stderr)")
+            let config = try setup.config(name: "race", collection: "race", items: 30)
+            let workers = try (1...2).map {
+                try WorkerChild(["run", config, "--quiet", "--worker", "p\($0)"], in: setup.folder)
+            }
+            for worker in workers {
+                let outcome = try await worker.wait()
+                #expect(outcome.status == 0, "\(outcome.stderr)")
+            }
+            #expect(try setup.files("race") == setup.files("alone"))
+        }
+    }
+
+    /// Polls `condition` every 50 ms for up to `seconds`, without blocking the task pool.
+    func waitFor(_ what: String, seconds: Double, _ condition: () throws -> Bool) async throws {
+        let deadline = ContinuousClock.now + .seconds(seconds)
+        while ContinuousClock.now < deadline {
+            if try condition() { return }
+            try await Task.sleep(for: .milliseconds(50))
+        }
+        Issue.record("timed out after \(seconds) s waiting for \(what)")
+        throw CancellationError()
+    }
+}
+
+/// The built `mediafetch` as a child process, its output in files.
+final class WorkerChild: @unchecked Sendable {
+    struct Outcome {
+        var status: Int32
+        var stdout: String
+        var stderr: String
+    }
+
+    let process = Process()
+    private let scratch: URL
+
+    init(_ arguments: [String], in directory: URL, executable: URL? = nil) throws {
+        scratch = FileManager.default.temporaryDirectory.appendingPathComponent("child-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: scratch, withIntermediateDirectories: true)
+        for name in ["stdout", "stderr"] {
+            _ = FileManager.default.createFile(atPath: scratch.appendingPathComponent(name).path, contents: nil)
+        }
+        process.executableURL = try executable ?? Self.binary()
+        process.arguments = arguments
+        process.currentDirectoryURL = directory
+        process.standardOutput = try FileHandle(forWritingTo: scratch.appendingPathComponent("stdout"))
+        process.standardError = try FileHandle(forWritingTo: scratch.appendingPathComponent("stderr"))
+        process.standardInput = FileHandle.nullDevice
+        try process.run()
+    }
+
+    deinit {
+        if process.isRunning { kill(process.processIdentifier, SIGKILL) }
+        try? FileManager.default.removeItem(at: scratch)
+    }
+
+    static func run(_ arguments: [String], in directory: URL) async throws -> Outcome {
+        try await WorkerChild(arguments, in: directory).wait()
+    }
+
+    /// Waits on a thread of its own, so that the task pool is never blocked.
+    func wait() async throws -> Outcome {
+        let process = process
+        await withCheckedContinuation { (done: CheckedContinuation<Void, Never>) in
+            Thread {
+                process.waitUntilExit()
+                done.resume()
+            }.start()
+        }
+        func read(_ name: String) -> String {
+            (try? String(contentsOf: scratch.appendingPathComponent(name), encoding: .utf8)) ?? ""
+        }
+        return Outcome(status: process.terminationStatus, stdout: read("stdout"), stderr: read("stderr"))
+    }
+
+    /// `mediafetch` beside the test bundle in the build folder.
+    static func binary() throws -> URL {
+        var directory = URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent()
+        for _ in 0..<4 {
+            let candidate = directory.appendingPathComponent("mediafetch")
+            if FileManager.default.isExecutableFile(atPath: candidate.path) { return candidate }
+            directory = directory.deletingLastPathComponent()
+        }
+        throw MockServerError("mediafetch is not built beside the tests: run swift build --build-tests")
+    }
+}
