@@ -9,7 +9,8 @@
 #
 # Environment: ROWS (COUNTxKB words, default "20000x10 100000x1"), RUNS (rounds, default 1; the median is
 # printed), CONCURRENCY (default 16), TOOLS (default: mediafetch-nosync mediafetch-durable curl wget),
-# WGET_MAX (the largest count wget is run for, default 100000: it fetches one at a time), CACHE (where the
+# WGET_MAX (the largest count wget is run for, default 100000: it fetches one at a time), FRESH_FS (set: each run
+# writes into an ext4 made for it, see fresh_filesystem; needs root, mkfs.ext4 and a loop device), CACHE (where the
 # trees are generated once, default .build/bench-cache), MEDIAFETCH (a prebuilt binary; default: swift build
 # -c release). Each round runs every tool once, in turn, so a drift of the machine falls on all alike.
 set -euo pipefail
@@ -60,10 +61,25 @@ PY
 
 WORK=$(mktemp -d /tmp/mediafetch-million.XXXXXX)
 OUT=$WORK/out
+FRESH=$WORK/fresh
+[[ -n "${FRESH_FS:-}" ]] && OUT=$FRESH/out
 NGINX_PID=""
 cleanup() {
     [[ -n "$NGINX_PID" ]] && kill "$NGINX_PID" 2> /dev/null && wait "$NGINX_PID" 2> /dev/null
+    mountpoint -q "$FRESH" 2> /dev/null && umount "$FRESH"
     rm -rf "$WORK"
+}
+
+# FRESH_FS: every run writes into an ext4 made for it (a sparse image on a loop device, as root), so that no run
+# allocates inodes among the ones the previous run's files freed. On an ext4 without a journal, like this
+# machine's disk, the allocator skips every inode freed in the last minutes and reads the inode table to do so:
+# whichever tool follows a deletion pays for it.
+fresh_filesystem() { # COUNT
+    mountpoint -q "$FRESH" && umount "$FRESH"
+    rm -f "$WORK/fresh.img" && mkdir -p "$FRESH"
+    truncate -s 8G "$WORK/fresh.img"
+    mkfs.ext4 -q -F -N $(( $1 + 10000 )) "$WORK/fresh.img"
+    mount -o loop "$WORK/fresh.img" "$FRESH"
 }
 trap cleanup EXIT
 
@@ -138,6 +154,7 @@ command_for() { # TOOL LIST -> the command line, one word per line
 # run_one TOOL LIST COUNT BYTES: empties $OUT, runs the tool there, checks the files, prints "wall rss_kb".
 run_one() {
     local tool=$1 list=$2 count=$3 bytes=$4 command=()
+    [[ -n "${FRESH_FS:-}" ]] && fresh_filesystem "$count"
     rm -rf "$OUT" "$OUT.state" && mkdir -p "$OUT"
     sync
     mapfile -t command < <(command_for "$tool" "$list")
