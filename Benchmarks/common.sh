@@ -32,3 +32,40 @@ PY
     sync
 fi
 }
+
+# A free TCP port on 127.0.0.1.
+free_port() { python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
+
+# start_nginx HTTP_LINES SERVER...: an nginx of the benchmark's own, started in the background (NGINX_PID): one
+# worker, no daemon, its files under $WORK/nginx, HTTP_LINES added to its http block (access_log, types), and one
+# `server { SERVER }` for each SERVER (what goes inside the braces). The caller waits until it answers.
+start_nginx() {
+    local http_lines=$1 server
+    shift
+    mkdir -p "$WORK/nginx/tmp"
+    {
+        cat <<CONF
+daemon off;
+master_process off;
+worker_processes 1;
+pid $WORK/nginx/nginx.pid;
+error_log $WORK/nginx/error.log warn;
+events { worker_connections 4096; }
+http {
+    $http_lines
+    sendfile on;
+    tcp_nopush on;
+    keepalive_requests 10000000;
+    default_type application/octet-stream;
+    client_body_temp_path $WORK/nginx/tmp/body;
+    proxy_temp_path $WORK/nginx/tmp/proxy;
+    fastcgi_temp_path $WORK/nginx/tmp/fastcgi;
+    uwsgi_temp_path $WORK/nginx/tmp/uwsgi;
+    scgi_temp_path $WORK/nginx/tmp/scgi;
+CONF
+        for server in "$@"; do echo "    server { $server }"; done
+        echo "}"
+    } > "$WORK/nginx/nginx.conf"
+    nginx -p "$WORK/nginx" -c "$WORK/nginx/nginx.conf" -e "$WORK/nginx/error.log" &
+    NGINX_PID=$!
+}

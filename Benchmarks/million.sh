@@ -83,37 +83,11 @@ fresh_filesystem() { # COUNT
 }
 trap cleanup EXIT
 
-PORT=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
-mkdir -p "$WORK/nginx/tmp"
-cat > "$WORK/nginx/nginx.conf" <<CONF
-daemon off;
-master_process off;
-worker_processes 1;
-pid $WORK/nginx/nginx.pid;
-error_log $WORK/nginx/error.log warn;
-events { worker_connections 4096; }
-http {
-    # Buffered, so that logging costs the server little; flushed when nginx stops or the buffer fills.
-    log_format count '\$status';
-    access_log $WORK/nginx/access.log count buffer=64k flush=1s;
-    sendfile on;
-    tcp_nopush on;
-    keepalive_requests 10000000;
-    default_type application/octet-stream;
-    client_body_temp_path $WORK/nginx/tmp/body;
-    proxy_temp_path $WORK/nginx/tmp/proxy;
-    fastcgi_temp_path $WORK/nginx/tmp/fastcgi;
-    uwsgi_temp_path $WORK/nginx/tmp/uwsgi;
-    scgi_temp_path $WORK/nginx/tmp/scgi;
-    server {
-        listen 127.0.0.1:$PORT;
-        root $CACHE;
-    }
-}
-CONF
+PORT=$(free_port)
 mkdir -p "$CACHE"
-nginx -p "$WORK/nginx" -c "$WORK/nginx/nginx.conf" -e "$WORK/nginx/error.log" &
-NGINX_PID=$!
+# Buffered, so that logging costs the server little; flushed when nginx stops or the buffer fills.
+start_nginx "log_format count '\$status'; access_log $WORK/nginx/access.log count buffer=64k flush=1s;" \
+    "listen 127.0.0.1:$PORT; root $CACHE;"
 for _ in $(seq 100); do curl -s --noproxy '*' -o /dev/null "http://127.0.0.1:$PORT/" && break; sleep 0.1; done
 BASE="http://127.0.0.1:$PORT"
 

@@ -55,7 +55,7 @@ cleanup() {
 }
 trap cleanup EXIT
 
-PORT=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+PORT=$(free_port)
 BASE="http://127.0.0.1:$PORT"
 mkdir -p "$WORK/nginx/tmp" "$WORK/www"
 ln -s "$TREE/media" "$WORK/www/media"
@@ -93,34 +93,8 @@ with open(root + "/urls.txt", "w") as out:
         out.write('url = "%s/media/episode-%02d.mp3"\noutput = "episode-%02d.mp3"\n' % (base, n, n))
 PY
 
-cat > "$WORK/nginx/nginx.conf" <<CONF
-daemon off;
-master_process off;
-worker_processes 1;
-pid $WORK/nginx/nginx.pid;
-error_log $WORK/nginx/error.log warn;
-events { worker_connections 1024; }
-http {
-    access_log $WORK/nginx/access.log;
-    sendfile on;
-    tcp_nopush on;
-    keepalive_requests 1000000;
-    default_type application/octet-stream;
-    types { application/rss+xml xml; audio/mpeg mp3; }
-    client_body_temp_path $WORK/nginx/tmp/body;
-    proxy_temp_path $WORK/nginx/tmp/proxy;
-    fastcgi_temp_path $WORK/nginx/tmp/fastcgi;
-    uwsgi_temp_path $WORK/nginx/tmp/uwsgi;
-    scgi_temp_path $WORK/nginx/tmp/scgi;
-    server {
-        listen 127.0.0.1:$PORT;
-        root $WORK/www;
-        disable_symlinks off;
-    }
-}
-CONF
-nginx -p "$WORK/nginx" -c "$WORK/nginx/nginx.conf" -e "$WORK/nginx/error.log" &
-NGINX_PID=$!
+start_nginx "access_log $WORK/nginx/access.log; types { application/rss+xml xml; audio/mpeg mp3; }" \
+    "listen 127.0.0.1:$PORT; root $WORK/www; disable_symlinks off;"
 for _ in $(seq 100); do curl -s --noproxy '*' -o /dev/null "$BASE/feed.xml" && break; sleep 0.1; done
 
 config() { # NAME FEED SYNC EXTRA -> a podcast config writing into $OUT, state beside it

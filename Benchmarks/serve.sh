@@ -36,33 +36,10 @@ cleanup() {
     rm -rf "$WORK"
 }
 trap cleanup EXIT
-free_port() { python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
 
 NGINX_PORT=$(free_port)
-mkdir -p "$WORK/nginx/tmp"
-cat > "$WORK/nginx/nginx.conf" <<CONF
-daemon off;
-master_process off;
-worker_processes 1;
-pid $WORK/nginx/nginx.pid;
-error_log $WORK/nginx/error.log warn;
-events { worker_connections 4096; }
-http {
-    access_log off;
-    sendfile on;
-    tcp_nopush on;
-    keepalive_requests 1000000;
-    default_type application/octet-stream;
-    client_body_temp_path $WORK/nginx/tmp/body;
-    proxy_temp_path $WORK/nginx/tmp/proxy;
-    fastcgi_temp_path $WORK/nginx/tmp/fastcgi;
-    uwsgi_temp_path $WORK/nginx/tmp/uwsgi;
-    scgi_temp_path $WORK/nginx/tmp/scgi;
-    server { listen 127.0.0.1:$NGINX_PORT; root $TREE; }
-}
-CONF
-nginx -p "$WORK/nginx" -c "$WORK/nginx/nginx.conf" -e "$WORK/nginx/error.log" &
-PIDS+=($!)
+start_nginx "access_log off;" "listen 127.0.0.1:$NGINX_PORT; root $TREE;"
+PIDS+=("$NGINX_PID")
 for _ in $(seq 100); do curl -s -o /dev/null "http://127.0.0.1:$NGINX_PORT/files/f00000.m4a" -r 0-0 && break; sleep 0.1; done
 CATALOG_PORT=$(free_port)
 python3 "$HELPERS" catalog "$CATALOG_PORT" "http://127.0.0.1:$NGINX_PORT" "$N" &
