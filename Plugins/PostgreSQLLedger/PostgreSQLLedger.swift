@@ -51,26 +51,7 @@ public final class PostgreSQLLedger: Sendable {
         var key: String
     }
 
-    enum Write {
-        case begin(LedgerKey, title: String, url: String)
-        case responded(LedgerKey, validator: Validator?, expected: Int64?)
-        case verified(LedgerKey, size: Int64, sha256: String?)
-        case stored(LedgerKey, StoredRecord)
-        case failed(LedgerKey, reason: String, received: Int64)
-        case paused(LedgerKey, received: Int64)
-        case retrying(LedgerKey)
-        case runKey(scope: String, key: String, value: String?)
-
-        /// The asset the write is about; nil for a run key.
-        var item: LedgerKey? {
-            switch self {
-            case .begin(let key, _, _), .responded(let key, _, _), .verified(let key, _, _), .stored(let key, _),
-                .failed(let key, _, _), .paused(let key, _), .retrying(let key):
-                key
-            case .runKey: nil
-            }
-        }
-    }
+    typealias Write = LedgerWrite
 
     private let queue = Mutex(Queue())
     /// Every run key this process took since its ``resetRunKeys()``, nil before one. The planner resets the keys
@@ -198,7 +179,7 @@ public final class PostgreSQLLedger: Sendable {
                 let merged = Self.wholeDownloads(writes)
                 var written: Set<LedgerKey> = []
                 for write in writes {
-                    if let key = write.item, let download = merged[key] {
+                    if let key = write.key, let download = merged[key] {
                         // A key's whole download is one statement, at its first write (rows do not depend on each
                         // other).
                         if written.insert(key).inserted { sql += try statement(download, key, connection, now: now) + ";\n" }
@@ -230,7 +211,7 @@ public final class PostgreSQLLedger: Sendable {
     static func wholeDownloads(_ writes: [Write]) -> [LedgerKey: WholeDownload] {
         var byKey: [LedgerKey: [Write]] = [:]
         for write in writes {
-            if let key = write.item { byKey[key, default: []].append(write) }
+            if let key = write.key { byKey[key, default: []].append(write) }
         }
         var whole: [LedgerKey: WholeDownload] = [:]
         for (key, list) in byKey where list.count >= 3 {

@@ -140,26 +140,7 @@ public final class Ledger: Sendable {
         var key: String
     }
 
-    private enum Write {
-        case begin(LedgerKey, title: String, url: String)
-        case responded(LedgerKey, validator: Validator?, expected: Int64?)
-        case verified(LedgerKey, size: Int64, sha256: String?)
-        case stored(LedgerKey, StoredRecord)
-        case failed(LedgerKey, reason: String, received: Int64)
-        case paused(LedgerKey, received: Int64)
-        case retrying(LedgerKey)
-        case runKey(scope: String, key: String, value: String?)
-
-        /// The item the write is about; nil for a run key.
-        var key: LedgerKey? {
-            switch self {
-            case .begin(let key, _, _), .responded(let key, _, _), .verified(let key, _, _), .stored(let key, _),
-                .failed(let key, _, _), .paused(let key, _), .retrying(let key):
-                key
-            case .runKey: nil
-            }
-        }
-    }
+    private typealias Write = LedgerWrite
 
     private let queue = Mutex(Queue())
     /// The connection: held while a batch is written or the ledger is read, so batches land in order.
