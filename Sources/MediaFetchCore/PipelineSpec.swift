@@ -54,9 +54,11 @@ public struct PipelineSpec: Sendable {
     }
 
     /// Opens the run's ledger: the `ledger:` URI's plugin, or SQLite in the state directory.
+    /// - Parameters:
+    ///   - registry: where the ledger plugin that serves the URI's scheme is found.
+    ///   - worker: this worker's id in a shared run; nil for host:pid.
     /// - Throws: ``LedgerError`` when it cannot be opened (the URI redacted), or when no registered ledger serves
     ///   the URI's scheme.
-    /// - Parameter worker: this worker's id in a shared run; nil for host:pid.
     public func openLedger(registry: PluginRegistry, worker: String? = nil) throws -> any RunLedger {
         guard let ledger else { return try Ledger(directory: stateDirectory) }
         guard let descriptor = registry.ledger(forScheme: ledger.scheme) else {
