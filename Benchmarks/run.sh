@@ -24,7 +24,11 @@ CACHE=${CACHE:-$ROOT/.build/bench-cache}
 # Only loopback: no proxy may redirect a request elsewhere.
 unset http_proxy https_proxy HTTP_PROXY HTTPS_PROXY all_proxy ALL_PROXY no_proxy NO_PROXY
 
-for tool in nginx curl aria2c wget /usr/bin/time python3; do
+# aria2c and wget only when TOOLS has their rows.
+needed=(nginx curl /usr/bin/time python3)
+[[ " $TOOLS " == *" aria2c "* ]] && needed+=(aria2c)
+[[ " $TOOLS " == *" wget "* ]] && needed+=(wget)
+for tool in "${needed[@]}"; do
     command -v "$tool" > /dev/null || { echo "missing: $tool (apt-get install nginx-light curl aria2 wget time)" >&2; exit 2; }
 done
 
