@@ -163,7 +163,7 @@ extension SeaweedFSTests {
                 let arguments = ["run", config, "--set", "download.max-size=none", "--quiet"]
 
                 for healer in ["run", "clean"] {
-                    let child = try Child(arguments, in: setup.folder, environment: setup.environment)
+                    let child = try Child.start(arguments, in: setup.folder, environment: setup.environment)
                     let open = try await Self.waitForAnOpenUpload(setup, while: child)
                     try #require(open, "the run ended before an upload was open; nothing was killed")
                     kill(child.process.processIdentifier, SIGKILL)
@@ -236,7 +236,7 @@ extension SeaweedFSTests {
         }
 
         /// Polls the store until the child's multipart upload is open (true), or the child ends first (false).
-        static func waitForAnOpenUpload(_ setup: Setup, while child: Child) async throws -> Bool {
+        static func waitForAnOpenUpload(_ setup: Setup, while child: ChildProcess) async throws -> Bool {
             let deadline = ContinuousClock.now + .seconds(120)
             while child.process.isRunning && ContinuousClock.now < deadline {
                 // The bucket appears once the child has prepared it.
@@ -249,68 +249,23 @@ extension SeaweedFSTests {
 }
 
 /// The built `mediafetch` as a child process, its output in files.
-final class Child: @unchecked Sendable {
-    struct Outcome {
-        var status: Int32
-        var stdout: String
-        var stderr: String
-    }
+/// The s3 run tests' children: `mediafetch` (or another program) without the AWS variables of the environment the
+/// tests run in, so that only the test's own credentials reach the store.
+enum Child {
+    static let awsVariables: Set<String> = ["AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN"]
 
-    let process = Process()
-    private let scratch: URL
-
-    init(_ arguments: [String], in directory: URL, environment: [String: String], executable: URL? = nil) throws {
-        scratch = FileManager.default.temporaryDirectory.appendingPathComponent("child-\(UUID().uuidString)")
-        try FileManager.default.createDirectory(at: scratch, withIntermediateDirectories: true)
-        for name in ["stdout", "stderr"] {
-            _ = FileManager.default.createFile(atPath: scratch.appendingPathComponent(name).path, contents: nil)
-        }
-        process.executableURL = try executable ?? Self.binary()
-        process.arguments = arguments
-        process.currentDirectoryURL = directory
-        var inherited = ProcessInfo.processInfo.environment
-        for name in ["AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN"] { inherited[name] = nil }
-        process.environment = inherited.merging(environment) { $1 }
-        process.standardOutput = try FileHandle(forWritingTo: scratch.appendingPathComponent("stdout"))
-        process.standardError = try FileHandle(forWritingTo: scratch.appendingPathComponent("stderr"))
-        process.standardInput = FileHandle.nullDevice
-        try process.run()
-    }
-
-    deinit {
-        if process.isRunning { kill(process.processIdentifier, SIGKILL) }
-        try? FileManager.default.removeItem(at: scratch)
+    static func start(
+        _ arguments: [String], in directory: URL, environment: [String: String]
+    ) throws -> ChildProcess {
+        try ChildProcess(arguments, in: directory, environment: environment, removing: awsVariables)
     }
 
     static func run(
         _ arguments: [String], in directory: URL, environment: [String: String], executable: URL? = nil
-    ) async throws -> Outcome {
-        try await Child(arguments, in: directory, environment: environment, executable: executable).wait()
+    ) async throws -> ChildProcess.Outcome {
+        try await ChildProcess.run(
+            arguments, in: directory, environment: environment, removing: awsVariables, executable: executable)
     }
 
-    /// Waits on a thread of its own, so that the task pool is never blocked.
-    func wait() async throws -> Outcome {
-        let process = process
-        await withCheckedContinuation { (done: CheckedContinuation<Void, Never>) in
-            Thread {
-                process.waitUntilExit()
-                done.resume()
-            }.start()
-        }
-        func read(_ name: String) -> String {
-            (try? String(contentsOf: scratch.appendingPathComponent(name), encoding: .utf8)) ?? ""
-        }
-        return Outcome(status: process.terminationStatus, stdout: read("stdout"), stderr: read("stderr"))
-    }
-
-    /// `mediafetch` beside the test bundle in the build folder.
-    static func binary() throws -> URL {
-        var directory = URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent()
-        for _ in 0..<4 {
-            let candidate = directory.appendingPathComponent("mediafetch")
-            if FileManager.default.isExecutableFile(atPath: candidate.path) { return candidate }
-            directory = directory.deletingLastPathComponent()
-        }
-        throw SeaweedError("mediafetch is not built beside the tests: run swift build --build-tests")
-    }
+    static func binary() throws -> URL { try ChildProcess.binary() }
 }
