@@ -17,22 +17,5 @@ enum JSONText {
 
     static func optional(_ value: String?) -> String { value.map(string) ?? "null" }
 
-    static func string(_ value: String) -> String {
-        var text = "\""
-        for scalar in value.unicodeScalars {
-            switch scalar {
-            case "\"": text += "\\\""
-            case "\\": text += "\\\\"
-            case "\n": text += "\\n"
-            case "\r": text += "\\r"
-            case "\t": text += "\\t"
-            // Below space, and the two separators JavaScript once refused in strings: escaped.
-            case _ where scalar.value < 0x20 || scalar.value == 0x2028 || scalar.value == 0x2029:
-                let hex = String(scalar.value, radix: 16)
-                text += "\\u" + String(repeating: "0", count: 4 - hex.count) + hex
-            default: text.unicodeScalars.append(scalar)
-            }
-        }
-        return text + "\""
-    }
+    static func string(_ value: String) -> String { JSONString.literal(value) }
 }

@@ -1,3 +1,4 @@
+import MediaFetchCore
 /// Writes one JSON object with its keys in the order given.
 ///
 /// Hand-written rather than `JSONSerialization` because Apple's records have a fixed key order and compact
@@ -48,21 +49,5 @@ struct JSONObjectWriter {
     }
 
     /// A JSON string literal; non-ASCII stays as UTF-8, as Apple sends it.
-    static func quote(_ value: String) -> String {
-        var out = "\""
-        for scalar in value.unicodeScalars {
-            switch scalar {
-            case "\"": out += "\\\""
-            case "\\": out += "\\\\"
-            case "\n": out += "\\n"
-            case "\r": out += "\\r"
-            case "\t": out += "\\t"
-            case _ where scalar.value < 0x20:
-                let hex = String(scalar.value, radix: 16)
-                out += "\\u" + String(repeating: "0", count: 4 - hex.count) + hex
-            default: out.unicodeScalars.append(scalar)
-            }
-        }
-        return out + "\""
-    }
+    static func quote(_ value: String) -> String { JSONString.literal(value) }
 }
