@@ -136,3 +136,4 @@ for mode in ("sse", "browser"):
         for line in open(path):
             print(f"latency ({mode}): {line.strip()}")
 PY
+grep -h "^browser rows" "$WORK/watcher.err" 2> /dev/null || true

@@ -77,7 +77,8 @@ def report(latencies, label):
 
 
 def sse(base, token, stop_file):
-    """Reads /api/events until stop_file appears; latencies of the download events."""
+    """Reads /api/events until stop_file appears; the latency of each message (the snapshot's and every batch of
+    changes', whose stamp is its oldest change)."""
     host, port = base.replace("http://", "").split(":")
     connection = socket.create_connection((host, int(port)))
     connection.sendall(f"GET /api/events HTTP/1.1\r\nHost: {host}:{port}\r\nAuthorization: Bearer {token}\r\n\r\n".encode())
@@ -100,9 +101,33 @@ def sse(base, token, stop_file):
                         payload = json.loads(line[6:])
                     except ValueError:
                         continue
-                    if "download" in payload:
+                    if "downloads" in payload and "at" in payload:
                         latencies.append(now - payload["at"])
     report(latencies, "sse")
+
+
+def chromium_cpu():
+    """CPU seconds (user + system) used so far by Chromium's processes on the machine, by kind (browser,
+    renderer, gpu-process, utility, chromedriver)."""
+    spent = {}
+    for pid in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            with open(f"/proc/{pid}/stat") as stat:
+                fields = stat.read().rsplit(")", 1)
+            if "chrom" not in fields[0]:
+                continue
+            with open(f"/proc/{pid}/cmdline") as cmdline:
+                arguments = cmdline.read().split("\0")
+            # Chromium rewrites its children's command lines without --type=; their other switches tell them apart.
+            line = " ".join(arguments)
+            kind = ("chromedriver" if "chromedriver" in fields[0] else "renderer" if "--renderer-client-id" in line
+                    else "gpu" if "--gpu-preferences" in line else "utility" if "--field-trial-handle" in line
+                    else "browser")
+            parts = fields[1].split()
+            spent[kind] = spent.get(kind, 0) + (int(parts[11]) + int(parts[12])) / os.sysconf("SC_CLK_TCK")
+        except (OSError, IndexError, ValueError):
+            continue
+    return spent
 
 
 def browser(url, stop_file):
@@ -123,12 +148,24 @@ def browser(url, stop_file):
             if driver.find_element("id", "connection").text == "Connected":
                 break
             time.sleep(0.05)
+        driver.execute_cdp_cmd("Performance.enable", {})
+        before = chromium_cpu()
         print("watching", flush=True)
         while not os.path.exists(stop_file):
             time.sleep(0.1)
         latencies = driver.execute_script("return window.mediafetch.latencies.slice(1)")
-        rows = driver.execute_script("return document.querySelectorAll('#queue tbody tr').length")
-        print(f"browser rows: {rows}", file=sys.stderr)
+        after = chromium_cpu()
+        spent_cpu = {kind: after[kind] - before.get(kind, 0) for kind in after}
+        rows = driver.execute_script("return window.mediafetch.order.length + ' queued, ' + "
+                                     "document.querySelectorAll('#queue li').length + ' drawn'")
+        draws = driver.execute_script("return [window.mediafetch.draws, window.mediafetch.drawMs]")
+        metrics = {m["name"]: m["value"] for m in driver.execute_cdp_cmd("Performance.getMetrics", {})["metrics"]}
+        spent = ", ".join(f"{name.replace('Duration', '')} {metrics.get(name, 0):.2f} s" for name in
+                          ("TaskDuration", "ScriptDuration", "RecalcStyleDuration", "LayoutDuration"))
+        print(f"browser rows: {rows}, draws: {draws[0]} taking {draws[1]:.0f} ms of script; the page's main thread: "
+              f"{spent}, {metrics.get('LayoutCount', 0):.0f} layouts; CPU of Chromium's processes: "
+              f"{sum(spent_cpu.values()):.2f} s (" + ", ".join(f"{kind} {cpu:.2f}" for kind, cpu in sorted(spent_cpu.items()))
+              + ")", file=sys.stderr)
         report(latencies, "browser")
     finally:
         driver.quit()

@@ -230,15 +230,21 @@ private func queue(
 ///
 /// A change costs its sender only a dictionary write: the connection's own thread turns changes into text, so a
 /// watcher's JSON never runs on the pipeline's (or the transport's) threads. Changes of one download that wait
-/// are merged into its latest, which also bounds what a slow reader can leave unread.
+/// are merged into its latest, which also bounds what a slow reader can leave unread. Changes go out together, at
+/// most one message every ``interval``: a change after a quiet spell goes at once, and a busy run's thousands of
+/// changes a second become a few messages, which is what a browser on the same cores can afford to read.
 final class EventStream: @unchecked Sendable {
+    /// The shortest time between two messages of changes.
+    static let interval: TimeInterval = 0.1
+
     private let condition = NSCondition()
     private var buffer: [UInt8] = []
-    private var pending: [String: (download: Download, at: Double)] = [:]
-    private var order: [String] = []
+    private var pending: [String: Int] = [:]
+    private var changes: [(download: Download, at: Double)] = []
+    private var lastFlush = Date.distantPast
     private var closed = false
-    /// Turns a change into the event's text (set before the stream is handed to the server).
-    var render: (@Sendable (Download, Double) -> String)?
+    /// Turns changes, oldest first, into one event's text (set before the stream is handed to the server).
+    var render: (@Sendable ([(download: Download, at: Double)]) -> String)?
     /// Called once the connection has let the stream go: the server's own bookkeeping, and the producer's.
     var onFinish: (@Sendable () -> Void)?
     var cleanup: (@Sendable () -> Void)?
@@ -251,12 +257,18 @@ final class EventStream: @unchecked Sendable {
         condition.signal()
     }
 
-    /// A download changed at `at` (milliseconds since 1970).
+    /// A download changed at `at` (milliseconds since 1970). A change that waits keeps the time of the first
+    /// change it replaced, so the time an event carries is never later than the oldest progress it reports.
     func send(_ download: Download, at: Double) {
         condition.lock()
         defer { condition.unlock() }
         guard !closed else { return }
-        if pending.updateValue((download, at), forKey: download.id) == nil { order.append(download.id) }
+        if let index = pending[download.id] {
+            changes[index].download = download
+        } else {
+            pending[download.id] = changes.count
+            changes.append((download, at))
+        }
         condition.signal()
     }
 
@@ -270,19 +282,26 @@ final class EventStream: @unchecked Sendable {
     fileprivate func read(into destination: UnsafeMutableRawPointer, max: Int) -> Int {
         condition.lock()
         defer { condition.unlock() }
-        while buffer.isEmpty && order.isEmpty && !closed {
-            if !condition.wait(until: Date(timeIntervalSinceNow: 15)) && buffer.isEmpty && order.isEmpty {
+        while buffer.isEmpty && !closed {
+            if !changes.isEmpty {
+                let due = lastFlush.addingTimeInterval(Self.interval)
+                if due <= Date() { break }
+                // Waits out the interval; text (a snapshot) or closing ends the wait early.
+                _ = condition.wait(until: due)
+                continue
+            }
+            if !condition.wait(until: Date(timeIntervalSinceNow: 15)) && buffer.isEmpty && changes.isEmpty {
                 buffer.append(contentsOf: ": keep-alive\n\n".utf8)
             }
         }
-        if buffer.isEmpty && !order.isEmpty, let render {
-            let changes = order.compactMap { pending[$0] }
-            order.removeAll(keepingCapacity: true)
+        if buffer.isEmpty && !changes.isEmpty, let render {
+            let batch = changes
+            changes.removeAll(keepingCapacity: true)
             pending.removeAll(keepingCapacity: true)
+            lastFlush = Date()
             // Rendered without the lock: senders never wait for JSON.
             condition.unlock()
-            var text = ""
-            for change in changes { text += render(change.download, change.at) }
+            let text = render(batch)
             condition.lock()
             buffer.append(contentsOf: text.utf8)
         }

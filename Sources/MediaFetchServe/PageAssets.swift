@@ -66,13 +66,8 @@ enum PageAssets {
   <section aria-labelledby="queue-heading">
     <h2 id="queue-heading">Queue</h2>
     <p id="totals" aria-live="polite">Nothing queued.</p>
-    <table id="queue">
-      <thead><tr>
-        <th scope="col">Title</th><th scope="col">Artist</th><th scope="col">Status</th>
-        <th scope="col">Progress</th><th scope="col">Actions</th>
-      </tr></thead>
-      <tbody></tbody>
-    </table>
+    <div class="queue-head" aria-hidden="true"><span>Title</span><span>Artist</span><span>Status</span><span>Progress</span><span>Actions</span></div>
+    <div id="queue-view" tabindex="0" aria-label="Queue, scrollable"><ol id="queue" aria-label="Queue"></ol></div>
   </section>
 
   <section aria-labelledby="player-heading">
@@ -94,12 +89,15 @@ enum PageAssets {
 const state = {
   token: "",
   results: [],          // search results, in the catalog's order
-  downloads: new Map(), // id -> download, in the order they were queued
+  downloads: new Map(), // id -> download
+  order: [],            // ids in the order they were queued: the queue's rows
   samples: [],          // [time ms, total received bytes] for the ETA
-  latencies: [],        // ms from the server's event to the page, for measurements
+  latencies: [],        // ms from the server's stamp on a message until the page drew it, for measurements
   changed: new Set(),   // ids to draw again at the next frame
+  drawing: [],          // the server's stamps of the messages waiting for that frame
+  draws: 0, drawMs: 0,  // frames drawn and the time their scripts took, for measurements
   resultRows: new Map(), // id -> {row, result} of the results table
-  queueRows: new Map(),  // id -> row of the queue table
+  queueRows: new Map(),  // id -> row of the queue in view
   everything: false,    // draw every row again (a snapshot, a new search)
 };
 window.mediafetch = state;
@@ -143,8 +141,8 @@ function megabytes(bytes) {
   return (bytes / 1e6).toFixed(bytes >= 1e7 ? 0 : 1) + " MB";
 }
 
-function cell(row, text, className) {
-  const td = document.createElement("td");
+function cell(row, text, className, tag) {
+  const td = document.createElement(tag || "td");
   if (className) td.className = className;
   td.textContent = text == null ? "" : String(text);
   row.appendChild(td);
@@ -162,8 +160,8 @@ function button(name, label, action) {
 }
 
 // The buttons that apply to an item: Download before it is queued, then Pause / Resume / Cancel / Play.
-function actions(id, label, download, downloadable) {
-  const td = document.createElement("td");
+function actions(id, label, download, downloadable, tag) {
+  const td = document.createElement(tag || "td");
   td.className = "actions";
   const status = download ? download.status : null;
   const act = (verb) => async () => {
@@ -193,12 +191,22 @@ function actions(id, label, download, downloadable) {
   return td;
 }
 
-function progressCell(download) {
-  const td = document.createElement("td");
+function progressCell(download, tag) {
+  const td = document.createElement(tag || "td");
   const bar = document.createElement("progress");
   bar.max = 1;
+  bar.setAttribute("aria-label", "progress");
   const label = document.createElement("span");
   label.className = "status";
+  td.appendChild(bar);
+  td.appendChild(label);
+  fillProgress(td, download);
+  return td;
+}
+
+// The bar and the words under it, set in place: a change of bytes touches two nodes, not a row.
+function fillProgress(td, download) {
+  const bar = td.firstChild, label = td.lastChild;
   if (download) {
     const expected = download.expectedBytes;
     if (download.status === "stored") bar.value = 1;
@@ -210,14 +218,34 @@ function progressCell(download) {
       text += " " + megabytes(download.receivedBytes) + (expected > 0 ? " of " + megabytes(expected) : "");
     }
     if (download.reason && download.status === "failed") text += ": " + download.reason;
-    label.textContent = text;
+    if (label.textContent !== text) label.textContent = text;
   } else {
     bar.value = 0;
   }
-  bar.setAttribute("aria-label", "progress");
-  td.appendChild(bar);
-  td.appendChild(label);
-  return td;
+}
+
+// What decides which buttons a row shows: they are made again only when it changes.
+function actionsKey(download) { return download ? download.status + (download.location ? "+" : "") : ""; }
+
+// Brings a drawn row up to date in place; `progressAt` and `actionsAt` are the columns of its progress and its
+// buttons, `statusAt` the column of its status words (the queue's) or -1.
+function refresh(row, download, progressAt, actionsAt, statusAt, make) {
+  const cells = row.children;
+  fillProgress(cells[progressAt], download);
+  if (statusAt >= 0 && cells[statusAt].textContent !== download.status) cells[statusAt].textContent = download.status;
+  const key = actionsKey(download);
+  if (row.dataset.actions !== key) {
+    row.dataset.actions = key;
+    const focused = document.activeElement;
+    const action = focused && cells[actionsAt].contains(focused) ? focused.dataset.action : null;
+    const td = make();
+    cells[actionsAt].replaceWith(td);
+    // The focused button comes back where it was, so the keyboard is not lost.
+    if (action) {
+      const again = td.querySelector('button[data-action="' + action + '"]') || td.querySelector("button");
+      if (again) again.focus();
+    }
+  }
 }
 
 function titleOf(item) { return (item.artist ? item.artist + " – " : "") + item.title; }
@@ -245,17 +273,21 @@ function resultRow(result) {
   const download = state.downloads.get(result.id);
   row.appendChild(progressCell(download));
   row.appendChild(actions(result.id, titleOf(result), download, result.downloadable));
+  row.dataset.actions = actionsKey(download);
   return row;
 }
 
+// The queue is a list drawn as a window: only the rows in view (and a few either side) exist, each at its
+// place in a list as tall as the whole queue, so a queue of thousands costs the browser what a screenful costs.
 function queueRow(download) {
-  const row = document.createElement("tr");
+  const row = document.createElement("li");
   row.dataset.id = download.id;
-  cell(row, download.title);
-  cell(row, download.artist);
-  cell(row, download.status);
-  row.appendChild(progressCell(download));
-  row.appendChild(actions(download.id, titleOf(download), download, true));
+  cell(row, download.title, "title", "span");
+  cell(row, download.artist, "artist", "span");
+  cell(row, download.status, "state", "span");
+  row.appendChild(progressCell(download, "span"));
+  row.appendChild(actions(download.id, titleOf(download), download, true, "span"));
+  row.dataset.actions = actionsKey(download);
   return row;
 }
 
@@ -270,102 +302,154 @@ function renderResults() {
   document.getElementById("no-results").hidden = state.results.length > 0 || !state.searched;
 }
 
-function renderQueue() {
-  const body = document.querySelector("#queue tbody");
-  state.queueRows = new Map();
-  keepFocus(body, () => body.replaceChildren(...[...state.downloads.values()].map((download) => {
-    const row = queueRow(download);
-    state.queueRows.set(download.id, row);
-    return row;
-  })));
-  renderTotals();
-}
-
-// Only the rows of items that changed are drawn again, found by id without a search: a queue of thousands
-// stays cheap to watch.
-function renderChanged(ids) {
-  const queue = document.querySelector("#queue tbody");
-  keepFocus(document.querySelector("main"), () => {
-    for (const id of ids) {
-      const shown = state.resultRows.get(id);
-      if (shown) {
-        const row = resultRow(shown.result);
-        shown.row.replaceWith(row);
-        shown.row = row;
-      }
-      const download = state.downloads.get(id);
-      if (!download) continue;
-      const row = queueRow(download);
-      const listed = state.queueRows.get(id);
-      if (listed) listed.replaceWith(row); else queue.appendChild(row);
-      state.queueRows.set(id, row);
+// The rows of the queue in view: made when they scroll into view, brought up to date in place when their item
+// changed, and let go when they leave it (unless one of their buttons has the focus).
+function renderQueue(changed) {
+  const view = document.getElementById("queue-view");
+  const list = document.getElementById("queue");
+  const height = parseFloat(getComputedStyle(view).getPropertyValue("--row")) || 56;
+  const count = state.order.length;
+  list.style.height = count * height + "px";
+  const first = Math.max(0, Math.floor(view.scrollTop / height) - 5);
+  const last = Math.min(count, Math.ceil((view.scrollTop + view.clientHeight) / height) + 5);
+  const kept = new Map();
+  let before = null;
+  for (let index = first; index < last; index++) {
+    const id = state.order[index];
+    const download = state.downloads.get(id);
+    let row = state.queueRows.get(id);
+    if (!row) row = queueRow(download);
+    else if (changed.has(id)) refresh(row, download, 3, 4, 2, () => actions(id, titleOf(download), download, true, "span"));
+    if (row.dataset.index !== String(index)) {
+      row.dataset.index = String(index);
+      row.style.top = index * height + "px";
+      row.setAttribute("aria-posinset", String(index + 1));
     }
-  });
-  renderTotals();
+    if (row.getAttribute("aria-setsize") !== String(count)) row.setAttribute("aria-setsize", String(count));
+    // In the list's order, so that Tab goes down the rows as they are seen.
+    const next = before ? before.nextSibling : list.firstChild;
+    if (row !== next) list.insertBefore(row, next);
+    before = row;
+    kept.set(id, row);
+  }
+  const focused = document.activeElement;
+  for (const [id, row] of state.queueRows) {
+    if (kept.has(id)) continue;
+    if (focused && row.contains(focused)) kept.set(id, row); else row.remove();
+  }
+  state.queueRows = kept;
 }
 
-// Rows are drawn anew on a change; the focused button comes back where it was, so the keyboard is not lost.
+// Only the result rows of items that changed are touched, found by id without a search, and in place.
+function renderChanged(ids) {
+  for (const id of ids) {
+    const download = state.downloads.get(id);
+    const shown = state.resultRows.get(id);
+    if (shown && download) {
+      refresh(shown.row, download, 5, 6, -1,
+        () => actions(id, titleOf(shown.result), download, shown.result.downloadable));
+    }
+  }
+}
+
+// A snapshot or a new search draws the tables anew; the focused button comes back where it was, so the keyboard
+// is not lost.
 function keepFocus(container, draw) {
   const focused = document.activeElement;
   const where = focused && container.contains(focused) && focused.dataset.action
-    ? [focused.closest("tbody"), focused.closest("tr").dataset.id, focused.dataset.action] : null;
+    ? [container, focused.closest("[data-id]").dataset.id, focused.dataset.action] : null;
   draw();
   if (where) {
-    const row = where[0].querySelector(`tr[data-id="${CSS.escape(where[1])}"]`);
+    const row = where[0].querySelector(`[data-id="${CSS.escape(where[1])}"]`);
     const again = row && (row.querySelector('button[data-action="' + where[2] + '"]') || row.querySelector("button"));
     if (again) again.focus();
   }
 }
 
+// The totals are kept as items change, so drawing them does not walk the queue.
+const totals = { statuses: new Map(), received: 0, left: 0, active: 0 };
+
+function count(download, sign) {
+  totals.statuses.set(download.status, (totals.statuses.get(download.status) || 0) + sign);
+  totals.received += sign * (download.receivedBytes || 0);
+  if (download.status === "queued" || download.status === "downloading") {
+    totals.active += sign;
+    totals.left += sign * Math.max(0, (download.expectedBytes || 0) - (download.receivedBytes || 0));
+  }
+}
+
+function forgetAll() {
+  state.downloads = new Map();
+  state.order = [];
+  totals.statuses = new Map();
+  totals.received = totals.left = totals.active = 0;
+}
+
+function remember(download) {
+  const old = state.downloads.get(download.id);
+  if (old) count(old, -1); else state.order.push(download.id);
+  count(download, 1);
+  state.downloads.set(download.id, download);
+  state.changed.add(download.id);
+}
+
 function renderTotals() {
-  const all = [...state.downloads.values()];
-  const count = (status) => all.filter((d) => d.status === status).length;
-  const active = all.filter((d) => d.status === "queued" || d.status === "downloading");
-  const received = all.reduce((sum, d) => sum + (d.receivedBytes || 0), 0);
-  const left = active.reduce((sum, d) => sum + Math.max(0, (d.expectedBytes || 0) - (d.receivedBytes || 0)), 0);
+  const items = state.order.length;
+  const number = (status) => totals.statuses.get(status) || 0;
   const now = Date.now();
-  state.samples.push([now, received]);
+  state.samples.push([now, totals.received]);
   while (state.samples.length > 2 && now - state.samples[0][0] > 5000) state.samples.shift();
   const [t0, b0] = state.samples[0];
-  const rate = now > t0 ? (received - b0) / ((now - t0) / 1000) : 0;
+  const rate = now > t0 ? (totals.received - b0) / ((now - t0) / 1000) : 0;
   let eta = "";
-  if (active.length > 0 && rate > 0 && left > 0) eta = " · ETA " + duration(Math.max(1, left / rate));
-  else if (active.length > 0) eta = " · ETA unknown";
-  document.getElementById("totals").textContent = all.length === 0 ? "Nothing queued." :
-    all.length + " items: " + count("stored") + " stored, " + count("downloading") + " downloading, " +
-    count("queued") + " queued, " + count("paused") + " paused, " + count("failed") + " failed, " +
-    count("cancelled") + " cancelled · " + megabytes(received) + " received" +
-    (rate > 0 && active.length > 0 ? " at " + megabytes(rate) + "/s" : "") + eta;
+  if (totals.active > 0 && rate > 0 && totals.left > 0) eta = " · ETA " + duration(Math.max(1, totals.left / rate));
+  else if (totals.active > 0) eta = " · ETA unknown";
+  const text = items === 0 ? "Nothing queued." :
+    items + " items: " + number("stored") + " stored, " + number("downloading") + " downloading, " +
+    number("queued") + " queued, " + number("paused") + " paused, " + number("failed") + " failed, " +
+    number("cancelled") + " cancelled · " + megabytes(totals.received) + " received" +
+    (rate > 0 && totals.active > 0 ? " at " + megabytes(rate) + "/s" : "") + eta;
+  const shown = document.getElementById("totals");
+  if (shown.textContent !== text) shown.textContent = text;
 }
 
 function update(download) {
-  state.downloads.set(download.id, download);
-  state.changed.add(download.id);
+  remember(download);
   schedule();
 }
 
-// Drawn at most four times a second: events keep coming in between, and the page stays cheap beside a run of
-// thousands of files (the machine's cores are the downloads' too).
+// Drawn at the next frame after changes come: the server sends them together, at most ten messages a second,
+// so the page stays cheap beside a run of thousands of files (the machine's cores are the downloads' too).
+// `latencies` records, for every message, the time from the server's stamp (its oldest change) until the
+// page has drawn it.
 let pending = false;
-let lastDraw = 0;
-function schedule(everything) {
+function schedule(everything, at) {
   if (everything) state.everything = true;
+  if (typeof at === "number") state.drawing.push(at);
   if (pending) return;
   pending = true;
-  const wait = Math.max(0, lastDraw + 250 - Date.now());
-  setTimeout(() => requestAnimationFrame(() => {
+  requestAnimationFrame(() => {
+    const began = performance.now();
     pending = false;
-    lastDraw = Date.now();
     const changed = state.changed;
     state.changed = new Set();
     if (state.everything) {
       state.everything = false;
       renderResults();
-      renderQueue();
+      for (const row of state.queueRows.values()) row.remove();
+      state.queueRows = new Map();
     } else {
       renderChanged(changed);
     }
-  }), wait);
+    renderQueue(changed);
+    renderTotals();
+    const now = Date.now();
+    state.drawMs += performance.now() - began;
+    state.draws += 1;
+    for (const at of state.drawing) state.latencies.push(now - at);
+    state.drawing = [];
+    if (state.latencies.length > 10000) state.latencies.splice(0, state.latencies.length - 10000);
+  });
 }
 
 function play(download) {
@@ -429,15 +513,14 @@ function handleEvent(block) {
   if (!data) return;
   let payload;
   try { payload = JSON.parse(data); } catch { return; }
-  if (typeof payload.at === "number") {
-    state.latencies.push(Date.now() - payload.at);
-    if (state.latencies.length > 10000) state.latencies.shift();
-  }
-  if (name === "snapshot") {
-    state.downloads = new Map(payload.downloads.map((d) => [d.id, d]));
-    schedule(true);
-  } else if (name === "download") {
-    update(payload.download);
+  const at = typeof payload.at === "number" ? payload.at : undefined;
+  if (name === "snapshot" && Array.isArray(payload.downloads)) {
+    forgetAll();
+    for (const download of payload.downloads) remember(download);
+    schedule(true, at);
+  } else if (name === "downloads" && Array.isArray(payload.downloads)) {
+    for (const download of payload.downloads) remember(download);
+    schedule(false, at);
   }
 }
 
@@ -445,6 +528,8 @@ document.addEventListener("DOMContentLoaded", () => {
   readToken();
   document.getElementById("search-form").addEventListener("submit", search);
   document.getElementById("term").focus();
+  document.getElementById("queue-view").addEventListener("scroll", () => schedule(), { passive: true });
+  window.addEventListener("resize", () => schedule());
   listen();
 });
 """#
@@ -465,9 +550,18 @@ table { width: 100%; border-collapse: collapse; table-layout: fixed; }
 /* Fixed column widths: a changed row never makes the browser lay out every other row again. */
 #results th:nth-child(1) { width: 56px; }
 #results th:nth-child(5) { width: 5rem; }
-#results th:nth-child(6), #queue th:nth-child(4) { width: 9rem; }
-#results th:nth-child(7), #queue th:nth-child(5) { width: 11rem; }
-#queue th:nth-child(3) { width: 7rem; }
+#results th:nth-child(6) { width: 9rem; }
+#results th:nth-child(7) { width: 11rem; }
+/* The queue's rows have one height (--row, in px: the script reads it) and only those in view exist. */
+#queue-view { --row: 56px; max-height: min(36rem, 70vh); overflow-y: auto; contain: content; }
+#queue { list-style: none; margin: 0; padding: 0; position: relative; }
+#queue li, .queue-head { display: grid; grid-template-columns: minmax(0, 1fr) minmax(0, 1fr) 7rem 9rem 11rem; gap: 0 0.8rem; align-items: center; padding: 0.35rem 0.4rem; border-bottom: 1px solid color-mix(in srgb, currentColor 20%, transparent); }
+.queue-head { font-weight: bold; }
+#queue li { position: absolute; left: 0; right: 0; height: var(--row); box-sizing: border-box; overflow: hidden; }
+#queue li > span { unicode-bidi: isolate; min-width: 0; }
+#queue .title, #queue .artist { overflow: hidden; white-space: nowrap; text-overflow: ellipsis; }
+#queue .actions { white-space: nowrap; }
+#queue .actions button { margin: 0.1rem; }
 th, td { text-align: left; padding: 0.35rem 0.4rem; border-bottom: 1px solid color-mix(in srgb, currentColor 20%, transparent); vertical-align: middle; overflow-wrap: anywhere; }
 td.actions { white-space: nowrap; }
 td { unicode-bidi: isolate; }
@@ -488,9 +582,10 @@ footer { margin-top: 2rem; font-size: 0.85rem; opacity: 0.75; }
   tr { display: grid; grid-template-columns: 56px 1fr; gap: 0 0.5rem; padding: 0.5rem 0; border-bottom: 1px solid color-mix(in srgb, currentColor 20%, transparent); }
   td { border: 0; padding: 0.1rem 0; }
   #results td:first-child { grid-row: span 4; }
-  #queue td, #results td:not(:first-child) { grid-column: 2; }
-  #queue tr { grid-template-columns: 1fr; }
-  #queue td { grid-column: 1; }
+  #results td:not(:first-child) { grid-column: 2; }
+  .queue-head { display: none; }
+  #queue-view { --row: 168px; }
+  #queue li { grid-template-columns: 1fr; gap: 0.1rem; padding: 0.5rem 0; }
   progress { width: 100%; }
 }
 """#

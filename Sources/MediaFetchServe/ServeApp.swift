@@ -218,8 +218,11 @@ final class ServeApp: Sendable {
 
     private func events() -> HTTPServer.Response {
         let stream = EventStream()
-        stream.render = { download, at in
-            "event: download\ndata: {\"at\":\(Int64(at)),\"download\":" + JSONText.download(download) + "}\n\n"
+        stream.render = { changes in
+            // `at` is the oldest change's time: the latency a watcher reads from it is the batch's worst.
+            let at = changes.map(\.at).min() ?? 0
+            return "event: downloads\ndata: {\"at\":\(Int64(at)),\"downloads\":["
+                + changes.map { JSONText.download($0.download) }.joined(separator: ",") + "]}\n\n"
         }
         // Observed before the snapshot is taken: a change in between comes again as an event, never not at all.
         let observation = queue.observe { download in

@@ -99,7 +99,7 @@ import Testing
         _ = await serve.request("POST", "/api/downloads", body: #"{"ids": ["\#(id)"]}"#)
         let text = await stream
         #expect(text.contains("event: snapshot"))
-        #expect(text.contains("event: download"))
+        #expect(text.contains("event: downloads"))
         #expect(text.contains("\"status\":\"stored\""))
         await serve.stop()
     }

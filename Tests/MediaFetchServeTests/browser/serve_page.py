@@ -171,8 +171,25 @@ try:
     wait("the queue as it was", lambda: [download_status(i) for i in (first, second, third, fourth, fifth)]
          == ["stored", "stored", "stored", "cancelled", "paused"])
     wait("the download that was under way to resume and be stored", lambda: download_status(sixth) == "stored")
-    # The page draws at most four times a second: the totals follow within a moment.
+    # The page draws at the next frame after each message: the totals follow within a moment.
     wait("the queue's totals to say 4 stored", lambda: "4 stored" in driver.find_element(By.ID, "totals").text)
+
+    # The queue view lists every item in the order it was queued, each with its status words and the buttons
+    # that apply, and its last row's Play is reachable with Tab from the one before.
+    def queue_rows():
+        return js("return [...document.querySelectorAll('#queue li')].map((li) => "
+                  "[li.dataset.id, li.querySelector('.state').textContent, "
+                  "[...li.querySelectorAll('button')].map((b) => b.textContent)])")
+    expected = [[first, "stored", ["Play"]], [second, "stored", ["Play"]], [third, "stored", ["Play"]],
+                [fourth, "cancelled", ["Resume"]], [fifth, "paused", ["Resume", "Cancel"]],
+                [sixth, "stored", ["Play"]]]
+    wait(f"the queue view to list {expected}", lambda: queue_rows() == expected)
+    js("document.querySelector(`#queue li[data-id='${arguments[0]}'] button`).focus()", fifth)
+    driver.switch_to.active_element.send_keys(Keys.TAB)
+    driver.switch_to.active_element.send_keys(Keys.TAB)
+    active = driver.switch_to.active_element
+    if active.text != "Play" or js("return arguments[0].closest('li').dataset.id", active) != sixth:
+        fail("Tab from the fifth queue row's buttons does not reach the sixth row's Play")
 
     # Play: the audio element plays the stored file from /library.
     click("results", first, "Play")
