@@ -269,7 +269,9 @@ final class EventStream: @unchecked Sendable {
             pending[download.id] = changes.count
             changes.append((download, at))
         }
-        condition.signal()
+        // Only the first change wakes the reader: the ones after it wait for the same message, and waking the
+        // connection's thread for each of thousands a second would cost more than sending them.
+        if changes.count == 1 { condition.signal() }
     }
 
     func close() {
