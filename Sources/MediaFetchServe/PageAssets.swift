@@ -65,7 +65,8 @@ enum PageAssets {
 
   <section aria-labelledby="queue-heading">
     <h2 id="queue-heading">Queue</h2>
-    <p id="totals" aria-live="polite">Nothing queued.</p>
+    <!-- Not a live region: it changes up to ten times a second, which a screen reader would read out without end. -->
+    <p id="totals">Nothing queued.</p>
     <div class="queue-head" aria-hidden="true"><span>Title</span><span>Artist</span><span>Status</span><span>Progress</span><span>Actions</span></div>
     <div id="queue-view" tabindex="0" aria-label="Queue, scrollable"><ol id="queue" aria-label="Queue"></ol></div>
   </section>

@@ -216,6 +216,22 @@ try:
         ordered = sorted(latencies)
         print(f"LATENCY median {ordered[len(ordered) // 2]} ms, max {ordered[-1]} ms over {len(ordered)} events",
               flush=True)
+
+    # A long queue costs what a screenful costs: 3,000 more items (made up on the page, never sent) draw only the
+    # rows in view, and scrolling to the end draws the last ones.
+    driver.set_window_size(1280, 1000)
+    js("for (let i = 0; i < 3000; i++) remember({id: 'many-' + i, title: 'Song ' + i, artist: 'Many', "
+       "status: 'queued', receivedBytes: 0, expectedBytes: 1000});"
+       "schedule();")
+    wait("the long queue's totals", lambda: "3006 items" in driver.find_element(By.ID, "totals").text)
+    drawn = js("return document.querySelectorAll('#queue li').length")
+    if not 0 < drawn < 100:
+        fail(f"a queue of 3,006 items drew {drawn} rows, not only those in view")
+    js("const view = document.getElementById('queue-view'); view.scrollTop = view.scrollHeight;")
+    wait("the last rows after scrolling", lambda: js(
+        "return !!document.querySelector(`#queue li[data-id='many-2999']`)"))
+    if js("return document.querySelectorAll('#queue li').length") >= 100:
+        fail("scrolling to the end of the queue left the rows above in the page")
     print("OK", flush=True)
 finally:
     driver.quit()
