@@ -63,6 +63,15 @@ public enum Serve {
         else {
             throw ServeError("--token must be at least 16 printable characters, without spaces or semicolons")
         }
+        if let shared = spec.ledger {
+            // The queue, what a restart shows, lives beside the SQLite ledger in the state folder; a shared ledger
+            // is for batch workers. Saying so beats a queue that silently records somewhere else.
+            let place = shared.location.map { "\($0.file):\($0.line): " } ?? ""
+            throw ServeError(
+                "\(place)ledger: \(shared.redacted) is a shared ledger for `mediafetch run` workers; serve keeps its "
+                    + "queue and its ledger in the state folder (\(spec.stateDirectory.path)). Remove `ledger:` from "
+                    + "the config serve reads, or give serve a config of its own")
+        }
         let queue = try DownloadQueue(stateDirectory: spec.stateDirectory, sourceName: spec.source.name)
         guard let transportFactory = registry.transport(named: spec.transport.name) else {
             throw ServeError("the config names a transport this build does not have: \(spec.transport.name)")

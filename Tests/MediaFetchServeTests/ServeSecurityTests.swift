@@ -124,6 +124,24 @@ import Testing
         }
     }
 
+    /// serve keeps its queue beside the state folder's SQLite ledger: a shared ledger in its config is refused,
+    /// naming where it was written and without its password, instead of being quietly ignored.
+    @Test func aSharedLedgerIsRefusedWithoutItsPassword() async throws {
+        let serve = try ServeFixture()
+        var spec = serve.spec
+        spec.ledger = LedgerSelection(
+            uri: "postgresql://worker:s3cret-pw@127.0.0.1:5432/runs",
+            location: SourceLocation(file: "serve.yaml", line: 4, column: 1))
+        do {
+            _ = try await Serve.run(spec: spec, registry: .init(), options: .init(port: 0), ready: { _ in })
+            Issue.record("serve started with a shared ledger")
+        } catch let error as ServeError {
+            #expect(error.message.contains("serve.yaml:4"))
+            #expect(error.message.contains("Remove `ledger:`"))
+            #expect(!error.message.contains("s3cret-pw"))
+        }
+    }
+
     @Test func tokensAreComparedInFull() {
         #expect(ServeApp.constantTimeEqual("abc", "abc"))
         #expect(!ServeApp.constantTimeEqual("abd", "abc"))
