@@ -121,10 +121,30 @@ enum StatusCommand {
         }
     }
 
-    /// The process id of the run holding `state`, when one does: the lock file holds the last holder's id,
-    /// and the process must still exist. (Taking the lock to look would make a run starting that moment fail.)
+    /// The process id of the run holding `state`, when one does. The kernel's table of held locks
+    /// (`/proc/locks`) says whether anyone holds the lock file's `flock`, and who; the id written in the file is
+    /// only the last holder's, which a process started since could have been given. (Taking the lock to look would
+    /// make a run starting that moment fail.) Where that table cannot be read, the id in the file, if that process
+    /// exists, is the answer.
     static func runHolder(_ state: URL) -> Int32? {
-        guard let text = try? String(contentsOf: state.appendingPathComponent("lock"), encoding: .utf8),
+        let path = state.appendingPathComponent("lock").path
+        var info = stat()
+        guard stat(path, &info) == 0 else { return nil }
+        if let table = try? String(contentsOfFile: "/proc/locks", encoding: .utf8) {
+            // "1: FLOCK  ADVISORY  WRITE 15493 fe:00:16588916 0 EOF": the holder, then major:minor:inode.
+            // glibc's major() and minor() are macros, which Swift does not see: the same bits, spelled out.
+            let dev = UInt64(info.st_dev)
+            let major = ((dev >> 8) & 0xfff) | ((dev >> 32) & ~0xfff)
+            let minor = (dev & 0xff) | ((dev >> 12) & ~0xff)
+            let device = String(format: "%02llx:%02llx:", major, minor) + String(info.st_ino)
+            for line in table.split(separator: "\n") {
+                let fields = line.split(separator: " ", omittingEmptySubsequences: true)
+                guard fields.count >= 6, fields[1] == "FLOCK", fields[5] == device else { continue }
+                return Int32(fields[4])
+            }
+            return nil
+        }
+        guard let text = try? String(contentsOfFile: path, encoding: .utf8),
             let pid = Int32(text.trimmingCharacters(in: .whitespacesAndNewlines)), pid > 0
         else { return nil }
         return kill(pid, 0) == 0 || errno == EPERM ? pid : nil

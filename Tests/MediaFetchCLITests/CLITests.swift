@@ -271,3 +271,18 @@ struct DemoAnywhereTests {
         #expect(outcome.stdout.contains("writes demo-output/ under the current folder"))
     }
 }
+
+/// `status --follow` asks the kernel who holds the state folder's lock, not the id written in the lock file,
+/// which a process started since the last run could have been given.
+@Test func theRunHolderIsWhoeverHoldsTheLock() throws {
+    let state = FileManager.default.temporaryDirectory.appendingPathComponent("holder-\(UUID().uuidString)")
+    defer { try? FileManager.default.removeItem(at: state) }
+    var lock: StateLock? = try StateLock(directory: state)
+    #expect(lock != nil)
+    #expect(StatusCommand.runHolder(state) == getpid())
+    lock = nil
+    #expect(StatusCommand.runHolder(state) == nil)
+    // The file still names a process that exists (this one, and then process 1), but nobody holds the lock.
+    try Data("1\n".utf8).write(to: state.appendingPathComponent("lock"))
+    #expect(StatusCommand.runHolder(state) == nil)
+}
