@@ -35,48 +35,95 @@ enum StatusCommand {
                 return CLI.ExitCode.success
             }
         }
-        guard let entries = try read(spec) else {
+        guard let ledger = try openExisting(spec) else {
             print(arguments.has("--json") ? "[]" : "nothing recorded yet: \(spec.configPath) has not been run")
             return CLI.ExitCode.success
         }
         if arguments.has("--json") {
-            RunCommand.printJSON(entries.map(StatusEntry.init))
+            try printJSON(ledger, spec)
             return CLI.ExitCode.success
         }
         print(
             "(the ledger learns of an item when its download starts: items the source has not produced yet "
                 + "are not listed)")
-        print(render(entries, queue: (try? DownloadQueue.recordedStatuses(stateDirectory: spec.stateDirectory)) ?? []))
+        var output = ""
+        try render(
+            ledger, spec, queue: (try? DownloadQueue.recordedStatuses(stateDirectory: spec.stateDirectory)) ?? []
+        ) { line in
+            output += line + "\n"
+            if output.utf8.count >= 1 << 16 {
+                print(output, terminator: "")
+                output = ""
+            }
+        }
+        print(output, terminator: "")
         return CLI.ExitCode.success
     }
 
-    /// The ledger's entries, with the staging files' sizes; nil when the config has not been run.
-    static func read(_ spec: PipelineSpec) throws -> [LedgerEntry]? {
+    /// How many entries of each status `--follow` lists by name on its screen; the rest are counted.
+    static let followListed = 100
+
+    /// The state directory's ledger; nil when the config has not been run.
+    static func openExisting(_ spec: PipelineSpec) throws -> Ledger? {
         guard FileManager.default.fileExists(atPath: spec.stateDirectory.appendingPathComponent(Ledger.fileName).path)
         else { return nil }
-        let ledger = try Ledger(directory: spec.stateDirectory)
+        return try Ledger(directory: spec.stateDirectory)
+    }
+
+    /// Walks the entries (of one status, or all) in key order, a page at a time (so a run of a million items is never held),
+    /// each with the staging file's size where it is not stored: after a crash that file knows better than the
+    /// ledger how much arrived.
+    static func forEachEntry(
+        _ ledger: Ledger, _ spec: PipelineSpec, status: LedgerStatus? = nil, _ body: (LedgerEntry) throws -> Bool
+    ) throws {
         let staging = Pipeline.stagingDirectory(state: spec.stateDirectory)
-        return try ledger.entries().map { entry in
+        try ledger.forEachEntry(status: status) { entry in
             var entry = entry
-            // After a crash the staging file knows better than the ledger how much arrived.
             if entry.status != .stored {
                 let file = Pipeline.stagingFile(
                     in: staging, source: entry.key.source, itemID: entry.key.itemID, asset: entry.key.asset)
-                if let size = (try? FileManager.default.attributesOfItem(atPath: file.path))?[.size] as? NSNumber {
-                    entry.receivedBytes = size.int64Value
-                }
+                var info = stat()
+                if stat(file.path, &info) == 0 { entry.receivedBytes = Int64(info.st_size) }
             }
-            return entry
+            return try body(entry)
         }
     }
 
-    static func render(_ entries: [LedgerEntry], queue: [DownloadStatus]) -> String {
-        var lines: [String] = []
+    /// Every entry as one JSON array, written as it is read: the same text as encoding them all at once.
+    static func printJSON(_ ledger: Ledger, _ spec: PipelineSpec) throws {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes]
+        encoder.dateEncodingStrategy = .iso8601
+        var first = true
+        var output = "["
+        try forEachEntry(ledger, spec) { entry in
+            let text = String(decoding: try encoder.encode(StatusEntry(entry)), as: UTF8.self)
+            output += (first ? "\n" : ",\n") + text.split(separator: "\n").map { "  " + $0 }.joined(separator: "\n")
+            first = false
+            if output.utf8.count >= 1 << 16 {
+                print(output, terminator: "")
+                output = ""
+            }
+            return true
+        }
+        output += first ? "]\n" : "\n]\n"
+        print(output, terminator: "")
+    }
+
+    /// The status as lines handed to `emit` as they are made: each status's count, then (but for stored) its
+    /// entries, all of them or the first `limit`.
+    static func render(
+        _ ledger: Ledger, _ spec: PipelineSpec, queue: [DownloadStatus], limit: Int? = nil,
+        emit: (String) -> Void
+    ) throws {
+        let counts = try ledger.statusCounts()
         for status in LedgerStatus.allCases {
-            let group = entries.filter { $0.status == status }
-            lines.append("\(status.rawValue): \(group.count)")
-            guard status != .stored else { continue }
-            for entry in group {
+            let count = counts[status] ?? 0
+            emit("\(status.rawValue): \(count)")
+            guard status != .stored, count > 0 else { continue }
+            var shown = 0
+            try forEachEntry(ledger, spec, status: status) { entry in
+                shown += 1
                 var line = "  \(ItemRef.printable(entry.title)) [\(entry.key.itemID)] \(entry.key.asset.rawValue)"
                 if let expected = entry.expectedBytes, expected > 0, status != .failed {
                     let percent = Double(entry.receivedBytes) * 100 / Double(expected)
@@ -85,14 +132,15 @@ enum StatusCommand {
                     line += " \(Reporter.formatBytes(entry.receivedBytes)) kept"
                 }
                 if let reason = entry.reason, status == .failed { line += ": \(ItemRef.printable(reason))" }
-                lines.append(line)
+                emit(line)
+                return limit.map { shown < $0 } ?? true
             }
+            if count > shown { emit("  ... and \(count - shown) more \(status.rawValue) (mediafetch status lists them all)") }
         }
         if !queue.isEmpty {
             let counts = DownloadStatus.all.map { status in "\(queue.filter { $0 == status }.count) \(status)" }
-            lines.append("serve queue: \(queue.count) items: " + counts.joined(separator: ", "))
+            emit("serve queue: \(queue.count) items: " + counts.joined(separator: ", "))
         }
-        return lines.joined(separator: "\n")
     }
 
     /// Redraws until no run holds the state directory (its lock file names a process that is gone), then prints
@@ -103,9 +151,12 @@ enum StatusCommand {
             var shown = ""
             while !Task.isCancelled {
                 let running = runHolder(spec.stateDirectory)
-                let entries = (try? read(spec)) ?? nil
                 let queue = (try? DownloadQueue.recordedStatuses(stateDirectory: spec.stateDirectory)) ?? []
-                var text = entries.map { render($0, queue: queue) } ?? "nothing recorded yet"
+                var lines: [String] = []
+                if let ledger = (try? openExisting(spec)) ?? nil {
+                    try? render(ledger, spec, queue: queue, limit: followListed) { lines.append($0) }
+                }
+                var text = lines.isEmpty ? "nothing recorded yet" : lines.joined(separator: "\n")
                 text +=
                     "\n"
                     + (running.map { "a run is going on (process \($0)); following, Ctrl-C to stop" }

@@ -125,6 +125,38 @@ struct LedgerTests {
         #expect(entry.url == url.absoluteString)
     }
 
+    /// `mediafetch status` walks the ledger a page at a time: every entry once, in key order across sources and
+    /// pages, or only one status's; the counts by status match; a body that says stop ends the walk.
+    @Test func walksEveryEntryAPageAtATimeAndCountsByStatus() throws {
+        let ledger = try Self.ledger()
+        let url = URL(string: "http://127.0.0.1/a.m4a")!
+        var keys: [LedgerKey] = []
+        for source in ["b-src", "a-src"] {
+            for index in 0..<700 {
+                let key = LedgerKey(source: source, itemID: String(format: "%04d", index), asset: .preview)
+                keys.append(key)
+                ledger.begin(key, title: "t", url: url)
+                if index % 7 == 0 {
+                    ledger.failed(key, reason: "404", receivedBytes: 0)
+                } else {
+                    ledger.stored(key, StoredRecord(location: "\(source)/\(index)", size: 1, sha256: nil))
+                }
+            }
+        }
+        try ledger.flush()
+        let sorted = keys.sorted { ($0.source, $0.itemID) < ($1.source, $1.itemID) }
+        var walked: [LedgerKey] = []
+        try ledger.forEachEntry { walked.append($0.key); return true }
+        #expect(walked == sorted)
+        var failed: [LedgerKey] = []
+        try ledger.forEachEntry(status: .failed) { failed.append($0.key); return true }
+        #expect(failed == sorted.filter { Int($0.itemID)! % 7 == 0 })
+        #expect(try ledger.statusCounts() == [.failed: 200, .stored: 1200])
+        var seen = 0
+        try ledger.forEachEntry { _ in seen += 1; return seen < 600 }
+        #expect(seen == 600)
+    }
+
     @Test func recordingNeverWaitsForABatchBeingWritten() throws {
         let ledger = try Self.ledger()
         let key = LedgerKey(source: "urls", itemID: "held", asset: .preview)

@@ -240,6 +240,43 @@ public final class Ledger: Sendable {
         }
     }
 
+    /// Calls `body` with every entry (or every entry whose status is `status`), of every source, ordered by key, a
+    /// page at a time: ``entries()`` without holding them all (what `mediafetch status` walks). Pending writes are
+    /// committed first. `body` returns false to stop the walk.
+    public func forEachEntry(status: LedgerStatus? = nil, _ body: (LedgerEntry) throws -> Bool) throws {
+        var after = ("", "", "")
+        let filter = status == nil ? "" : "status = ? AND "
+        while true {
+            let page = try database.withLock { database in
+                try commit(database)
+                let values: [SQLiteStatement.Value] =
+                    (status.map { [.text($0.rawValue)] } ?? []) + [.text(after.0), .text(after.1), .text(after.2)]
+                return try database.cached(
+                    Self.select + " WHERE \(filter)(source, item_id, asset) > (?, ?, ?)"
+                        + " ORDER BY source, item_id, asset LIMIT 512"
+                ).rows(values, Self.read)
+            }
+            for entry in page where try !body(entry) { return }
+            guard let last = page.last, page.count == 512 else { return }
+            after = (last.key.source, last.key.itemID, last.key.asset.rawValue)
+        }
+    }
+
+    /// How many entries each status has (statuses without one are left out); pending writes are committed first.
+    public func statusCounts() throws -> [LedgerStatus: Int] {
+        try database.withLock { database in
+            try commit(database)
+            let rows = try database.prepare("SELECT status, COUNT(*) FROM items GROUP BY status").rows([]) { row in
+                (row.text(0), row.int(1))
+            }
+            var counts: [LedgerStatus: Int] = [:]
+            for (status, count) in rows {
+                if let status = status.flatMap(LedgerStatus.init(rawValue:)) { counts[status, default: 0] += count }
+            }
+            return counts
+        }
+    }
+
     // MARK: Run keys
 
     /// Forgets every run key (``takeRunKey(scope:key:value:)``): a run starts with none, as it starts with an
