@@ -148,7 +148,6 @@ def browser(url, stop_file):
             if driver.find_element("id", "connection").text == "Connected":
                 break
             time.sleep(0.05)
-        driver.execute_cdp_cmd("Performance.enable", {})
         before = chromium_cpu()
         print("watching", flush=True)
         while not os.path.exists(stop_file):
@@ -159,13 +158,9 @@ def browser(url, stop_file):
         rows = driver.execute_script("return window.mediafetch.order.length + ' queued, ' + "
                                      "document.querySelectorAll('#queue li').length + ' drawn'")
         draws = driver.execute_script("return [window.mediafetch.draws, window.mediafetch.drawMs]")
-        metrics = {m["name"]: m["value"] for m in driver.execute_cdp_cmd("Performance.getMetrics", {})["metrics"]}
-        spent = ", ".join(f"{name.replace('Duration', '')} {metrics.get(name, 0):.2f} s" for name in
-                          ("TaskDuration", "ScriptDuration", "RecalcStyleDuration", "LayoutDuration"))
-        print(f"browser rows: {rows}, draws: {draws[0]} taking {draws[1]:.0f} ms of script; the page's main thread: "
-              f"{spent}, {metrics.get('LayoutCount', 0):.0f} layouts; CPU of Chromium's processes: "
-              f"{sum(spent_cpu.values()):.2f} s (" + ", ".join(f"{kind} {cpu:.2f}" for kind, cpu in sorted(spent_cpu.items()))
-              + ")", file=sys.stderr)
+        print(f"browser rows: {rows}, draws: {draws[0]} taking {draws[1]:.0f} ms of script; CPU of Chromium's "
+              f"processes: {sum(spent_cpu.values()):.2f} s ("
+              + ", ".join(f"{kind} {cpu:.2f}" for kind, cpu in sorted(spent_cpu.items())) + ")", file=sys.stderr)
         report(latencies, "browser")
     finally:
         driver.quit()
