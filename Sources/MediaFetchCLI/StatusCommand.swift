@@ -135,7 +135,11 @@ enum StatusCommand {
                 emit(line)
                 return limit.map { shown < $0 } ?? true
             }
-            if count > shown { emit("  ... and \(count - shown) more \(status.rawValue) (mediafetch status lists them all)") }
+            // Only when the limit cut the list short: the count was read a moment before the walk, and a run going
+            // on may have moved items between statuses since.
+            if let limit, shown == limit, count > shown {
+                emit("  ... and \(count - shown) more \(status.rawValue) (mediafetch status lists them all)")
+            }
         }
         if !queue.isEmpty {
             let counts = DownloadStatus.all.map { status in "\(queue.filter { $0 == status }.count) \(status)" }
@@ -173,32 +177,42 @@ enum StatusCommand {
     }
 
     /// The process id of the run holding `state`, when one does. The kernel's table of held locks
-    /// (`/proc/locks`) says whether anyone holds the lock file's `flock`, and who; the id written in the file is
-    /// only the last holder's, which a process started since could have been given. (Taking the lock to look would
-    /// make a run starting that moment fail.) Where that table cannot be read, the id in the file, if that process
-    /// exists, is the answer.
+    /// (`/proc/locks`) says whether anyone holds an `flock` on a file with the lock file's inode, and who; that
+    /// holder is confirmed by finding the lock file among its open files (`/proc/PID/fd`), since the table's device
+    /// numbers are not always `stat`'s (btrfs subvolumes, overlay filesystems). The id written in the file is only
+    /// the last holder's, which a process started since could have been given, so it is the answer only where the
+    /// table cannot be read. (Taking the lock to look would make a run starting that moment fail.)
     static func runHolder(_ state: URL) -> Int32? {
         let path = state.appendingPathComponent("lock").path
         var info = stat()
         guard stat(path, &info) == 0 else { return nil }
-        if let table = try? String(contentsOfFile: "/proc/locks", encoding: .utf8) {
-            // "1: FLOCK  ADVISORY  WRITE 15493 fe:00:16588916 0 EOF": the holder, then major:minor:inode.
-            // glibc's major() and minor() are macros, which Swift does not see: the same bits, spelled out.
-            let dev = UInt64(info.st_dev)
-            let major = ((dev >> 8) & 0xfff) | ((dev >> 32) & ~0xfff)
-            let minor = (dev & 0xff) | ((dev >> 12) & ~0xff)
-            let device = String(format: "%02llx:%02llx:", major, minor) + String(info.st_ino)
-            for line in table.split(separator: "\n") {
-                let fields = line.split(separator: " ", omittingEmptySubsequences: true)
-                guard fields.count >= 6, fields[1] == "FLOCK", fields[5] == device else { continue }
-                return Int32(fields[4])
-            }
-            return nil
+        guard let table = try? String(contentsOfFile: "/proc/locks", encoding: .utf8) else {
+            guard let text = try? String(contentsOfFile: path, encoding: .utf8),
+                let pid = Int32(text.trimmingCharacters(in: .whitespacesAndNewlines)), pid > 0
+            else { return nil }
+            return kill(pid, 0) == 0 || errno == EPERM ? pid : nil
         }
-        guard let text = try? String(contentsOfFile: path, encoding: .utf8),
-            let pid = Int32(text.trimmingCharacters(in: .whitespacesAndNewlines)), pid > 0
-        else { return nil }
-        return kill(pid, 0) == 0 || errno == EPERM ? pid : nil
+        // "1: FLOCK  ADVISORY  WRITE 15493 fe:00:16588916 0 EOF"; a process waiting for a lock has a line with "->"
+        // after the number, and holds nothing.
+        let inode = ":" + String(info.st_ino)
+        for line in table.split(separator: "\n") where !line.contains("->") {
+            let fields = line.split(separator: " ", omittingEmptySubsequences: true)
+            guard fields.count >= 6, fields[1] == "FLOCK", fields[5].hasSuffix(inode), let pid = Int32(fields[4])
+            else { continue }
+            if holds(pid, device: info.st_dev, inode: info.st_ino) != false { return pid }
+        }
+        return nil
+    }
+
+    /// Whether process `pid` has a file with this device and inode open; nil when its open files cannot be read.
+    private static func holds(_ pid: Int32, device: UInt, inode: UInt) -> Bool? {
+        let folder = "/proc/\(pid)/fd"
+        guard let names = try? FileManager.default.contentsOfDirectory(atPath: folder) else { return nil }
+        for name in names {
+            var info = stat()
+            if stat(folder + "/" + name, &info) == 0, info.st_dev == device, info.st_ino == inode { return true }
+        }
+        return false
     }
 }
 

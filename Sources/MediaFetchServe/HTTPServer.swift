@@ -239,9 +239,13 @@ final class EventStream: @unchecked Sendable {
 
     private let condition = NSCondition()
     private var buffer: [UInt8] = []
+    /// How much of `buffer` the connection has taken already: the rest is sent from there, without moving it.
+    private var sent = 0
     private var pending: [String: Int] = [:]
     private var changes: [(download: Download, at: Double)] = []
-    private var lastFlush = Date.distantPast
+    /// When the last message of changes was made, on the monotonic clock (a step of the wall clock must not
+    /// hold messages back).
+    private var lastFlush: ContinuousClock.Instant?
     private var closed = false
     /// Turns changes, oldest first, into one event's text (set before the stream is handed to the server).
     var render: (@Sendable ([(download: Download, at: Double)]) -> String)?
@@ -286,10 +290,11 @@ final class EventStream: @unchecked Sendable {
         defer { condition.unlock() }
         while buffer.isEmpty && !closed {
             if !changes.isEmpty {
-                let due = lastFlush.addingTimeInterval(Self.interval)
-                if due <= Date() { break }
+                let waited = lastFlush.map { ContinuousClock.now - $0 } ?? .seconds(Self.interval)
+                if waited >= .seconds(Self.interval) { break }
                 // Waits out the interval; text (a snapshot) or closing ends the wait early.
-                _ = condition.wait(until: due)
+                let left = Self.interval - Self.seconds(waited)
+                _ = condition.wait(until: Date(timeIntervalSinceNow: left))
                 continue
             }
             if !condition.wait(until: Date(timeIntervalSinceNow: 15)) && buffer.isEmpty && changes.isEmpty {
@@ -300,7 +305,7 @@ final class EventStream: @unchecked Sendable {
             let batch = changes
             changes.removeAll(keepingCapacity: true)
             pending.removeAll(keepingCapacity: true)
-            lastFlush = Date()
+            lastFlush = ContinuousClock.now
             // Rendered without the lock: senders never wait for JSON.
             condition.unlock()
             let text = render(batch)
@@ -308,12 +313,21 @@ final class EventStream: @unchecked Sendable {
             buffer.append(contentsOf: text.utf8)
         }
         if buffer.isEmpty { return mf_reader_end_of_stream }
-        let count = min(max, buffer.count)
+        let count = min(max, buffer.count - sent)
         buffer.withUnsafeBytes { bytes in
-            if let base = bytes.baseAddress { destination.copyMemory(from: base, byteCount: count) }
+            if let base = bytes.baseAddress { destination.copyMemory(from: base + sent, byteCount: count) }
         }
-        buffer.removeFirst(count)
+        sent += count
+        if sent == buffer.count {
+            buffer.removeAll(keepingCapacity: true)
+            sent = 0
+        }
         return count
+    }
+
+    private static func seconds(_ duration: Duration) -> TimeInterval {
+        let (seconds, attoseconds) = duration.components
+        return TimeInterval(seconds) + TimeInterval(attoseconds) / 1e18
     }
 }
 

@@ -68,7 +68,8 @@ enum PageAssets {
     <!-- Not a live region: it changes up to ten times a second, which a screen reader would read out without end. -->
     <p id="totals">Nothing queued.</p>
     <div class="queue-head" aria-hidden="true"><span>Title</span><span>Artist</span><span>Status</span><span>Progress</span><span>Actions</span></div>
-    <div id="queue-view" tabindex="0" aria-label="Queue, scrollable"><ol id="queue" aria-label="Queue"></ol></div>
+    <div id="queue-view" role="region" tabindex="0" aria-label="Queue, scrollable"><div id="row-probe" aria-hidden="true"></div><ol id="queue" aria-label="Queue"></ol></div>
+    <p id="announce" class="visually-hidden" aria-live="polite"></p>
   </section>
 
   <section aria-labelledby="player-heading">
@@ -92,6 +93,7 @@ const state = {
   results: [],          // search results, in the catalog's order
   downloads: new Map(), // id -> download
   order: [],            // ids in the order they were queued: the queue's rows
+  position: new Map(),  // id -> its index in order
   samples: [],          // [time ms, total received bytes] for the ETA
   latencies: [],        // ms from the server's stamp on a message until the page drew it, for measurements
   changed: new Set(),   // ids to draw again at the next frame
@@ -205,7 +207,8 @@ function progressCell(download, tag) {
   return td;
 }
 
-// The bar and the words under it, set in place: a change of bytes touches two nodes, not a row.
+// The bar and the words under it, set in place: a change of bytes touches two nodes, not a row. The words are
+// cut to one line in the queue; the whole of them is the label's title.
 function fillProgress(td, download) {
   const bar = td.firstChild, label = td.lastChild;
   if (download) {
@@ -219,7 +222,10 @@ function fillProgress(td, download) {
       text += " " + megabytes(download.receivedBytes) + (expected > 0 ? " of " + megabytes(expected) : "");
     }
     if (download.reason && download.status === "failed") text += ": " + download.reason;
-    if (label.textContent !== text) label.textContent = text;
+    if (label.textContent !== text) {
+      label.textContent = text;
+      label.title = text;
+    }
   } else {
     bar.value = 0;
   }
@@ -283,8 +289,8 @@ function resultRow(result) {
 function queueRow(download) {
   const row = document.createElement("li");
   row.dataset.id = download.id;
-  cell(row, download.title, "title", "span");
-  cell(row, download.artist, "artist", "span");
+  cell(row, download.title, "title", "span").title = download.title || "";
+  cell(row, download.artist, "artist", "span").title = download.artist || "";
   cell(row, download.status, "state", "span");
   row.appendChild(progressCell(download, "span"));
   row.appendChild(actions(download.id, titleOf(download), download, true, "span"));
@@ -303,42 +309,55 @@ function renderResults() {
   document.getElementById("no-results").hidden = state.results.length > 0 || !state.searched;
 }
 
+// The height of a queue row in px: the probe is as tall as a row (--row, in rem, so it follows the reader's
+// font size and the phone layout), measured again only when the view's size changes.
+let rowHeight = 0;
+function measureRow() {
+  rowHeight = document.getElementById("row-probe").getBoundingClientRect().height || 56;
+}
+
 // The rows of the queue in view: made when they scroll into view, brought up to date in place when their item
-// changed, and let go when they leave it (unless one of their buttons has the focus).
+// changed, and let go when they leave it. The row holding the focus is kept (and kept up to date) wherever it is,
+// so the keyboard is never lost; the rows stay in the list's order, so Tab goes down them as they are seen.
 function renderQueue(changed) {
   const view = document.getElementById("queue-view");
   const list = document.getElementById("queue");
-  const height = parseFloat(getComputedStyle(view).getPropertyValue("--row")) || 56;
+  if (!rowHeight) measureRow();
+  const height = rowHeight;
   const count = state.order.length;
   list.style.height = count * height + "px";
   const first = Math.max(0, Math.floor(view.scrollTop / height) - 5);
   const last = Math.min(count, Math.ceil((view.scrollTop + view.clientHeight) / height) + 5);
+  const focused = document.activeElement;
+  const holder = focused && list.contains(focused) ? focused.closest("li") : null;
+  const indices = [];
+  for (let index = first; index < last; index++) indices.push(index);
+  const held = holder ? state.position.get(holder.dataset.id) : undefined;
+  if (held !== undefined && (held < first || held >= last)) {
+    indices.push(held);
+    indices.sort((a, b) => a - b);
+  }
   const kept = new Map();
   let before = null;
-  for (let index = first; index < last; index++) {
+  for (const index of indices) {
     const id = state.order[index];
     const download = state.downloads.get(id);
     let row = state.queueRows.get(id);
     if (!row) row = queueRow(download);
     else if (changed.has(id)) refresh(row, download, 3, 4, 2, () => actions(id, titleOf(download), download, true, "span"));
-    if (row.dataset.index !== String(index)) {
-      row.dataset.index = String(index);
-      row.style.top = index * height + "px";
-      row.setAttribute("aria-posinset", String(index + 1));
-    }
+    const top = index * height + "px";
+    if (row.style.top !== top) row.style.top = top;
+    if (row.getAttribute("aria-posinset") !== String(index + 1)) row.setAttribute("aria-posinset", String(index + 1));
     if (row.getAttribute("aria-setsize") !== String(count)) row.setAttribute("aria-setsize", String(count));
-    // In the list's order, so that Tab goes down the rows as they are seen.
     const next = before ? before.nextSibling : list.firstChild;
     if (row !== next) list.insertBefore(row, next);
     before = row;
     kept.set(id, row);
   }
-  const focused = document.activeElement;
-  for (const [id, row] of state.queueRows) {
-    if (kept.has(id)) continue;
-    if (focused && row.contains(focused)) kept.set(id, row); else row.remove();
-  }
+  for (const [id, row] of state.queueRows) if (!kept.has(id)) row.remove();
   state.queueRows = kept;
+  // Moving a node takes the focus from it: give it back.
+  if (holder && document.activeElement !== focused && holder.isConnected) focused.focus({ preventScroll: true });
 }
 
 // Only the result rows of items that changed are touched, found by id without a search, and in place.
@@ -382,13 +401,19 @@ function count(download, sign) {
 function forgetAll() {
   state.downloads = new Map();
   state.order = [];
+  state.position = new Map();
+  state.samples = [];
   totals.statuses = new Map();
   totals.received = totals.left = totals.active = 0;
 }
 
 function remember(download) {
   const old = state.downloads.get(download.id);
-  if (old) count(old, -1); else state.order.push(download.id);
+  if (old) count(old, -1);
+  else {
+    state.position.set(download.id, state.order.length);
+    state.order.push(download.id);
+  }
   count(download, 1);
   state.downloads.set(download.id, download);
   state.changed.add(download.id);
@@ -412,6 +437,26 @@ function renderTotals() {
     (rate > 0 && totals.active > 0 ? " at " + megabytes(rate) + "/s" : "") + eta;
   const shown = document.getElementById("totals");
   if (shown.textContent !== text) shown.textContent = text;
+  announce(items, number("stored"), number("failed"));
+}
+
+// What a screen reader hears, politely and seldom (the totals change too often to be a live region): new
+// failures at most every five seconds, and once the queue has nothing left to do.
+let announced = { failed: 0, at: 0, finished: "" };
+function announce(items, stored, failed) {
+  const region = document.getElementById("announce");
+  const now = Date.now();
+  if (items > 0 && totals.active === 0) {
+    const text = "Queue done: " + stored + " stored, " + failed + " failed, of " + items + ".";
+    if (announced.finished !== text) { announced.finished = text; region.textContent = text; }
+    announced.failed = failed;
+    return;
+  }
+  announced.finished = "";
+  if (failed > announced.failed && now - announced.at >= 5000) {
+    region.textContent = (failed - announced.failed) + " more failed; " + failed + " failed in all.";
+    announced = { failed, at: now, finished: "" };
+  }
 }
 
 function update(download) {
@@ -435,10 +480,13 @@ function schedule(everything, at) {
     const changed = state.changed;
     state.changed = new Set();
     if (state.everything) {
+      // A snapshot: every item is in `changed`, so the rows in view are brought up to date in place (the focus
+      // stays where it was), and rows of items the server no longer has go.
       state.everything = false;
       renderResults();
-      for (const row of state.queueRows.values()) row.remove();
-      state.queueRows = new Map();
+      for (const [id, row] of state.queueRows) {
+        if (!state.downloads.has(id)) { row.remove(); state.queueRows.delete(id); }
+      }
     } else {
       renderChanged(changed);
     }
@@ -529,8 +577,11 @@ document.addEventListener("DOMContentLoaded", () => {
   readToken();
   document.getElementById("search-form").addEventListener("submit", search);
   document.getElementById("term").focus();
-  document.getElementById("queue-view").addEventListener("scroll", () => schedule(), { passive: true });
-  window.addEventListener("resize", () => schedule());
+  const view = document.getElementById("queue-view");
+  view.addEventListener("scroll", () => schedule(), { passive: true });
+  // A change of the view's size (the window, the phone layout, the reader's font size) changes what is in view
+  // and may change a row's height.
+  new ResizeObserver(() => { measureRow(); schedule(); }).observe(view);
   listen();
 });
 """#
@@ -553,14 +604,15 @@ table { width: 100%; border-collapse: collapse; table-layout: fixed; }
 #results th:nth-child(5) { width: 5rem; }
 #results th:nth-child(6) { width: 9rem; }
 #results th:nth-child(7) { width: 11rem; }
-/* The queue's rows have one height (--row, in px: the script reads it) and only those in view exist. */
-#queue-view { --row: 56px; max-height: min(36rem, 70vh); overflow-y: auto; contain: content; }
+/* The queue's rows have one height (--row; the script measures the probe) and only those in view exist. */
+#queue-view { --row: 3.6rem; max-height: min(36rem, 70vh); overflow-y: auto; position: relative; padding: 3px; }
+#row-probe { position: absolute; visibility: hidden; height: var(--row); width: 1px; }
 #queue { list-style: none; margin: 0; padding: 0; position: relative; }
 #queue li, .queue-head { display: grid; grid-template-columns: minmax(0, 1fr) minmax(0, 1fr) 7rem 9rem 11rem; gap: 0 0.8rem; align-items: center; padding: 0.35rem 0.4rem; border-bottom: 1px solid color-mix(in srgb, currentColor 20%, transparent); }
 .queue-head { font-weight: bold; }
 #queue li { position: absolute; left: 0; right: 0; height: var(--row); box-sizing: border-box; overflow: hidden; }
 #queue li > span { unicode-bidi: isolate; min-width: 0; }
-#queue .title, #queue .artist { overflow: hidden; white-space: nowrap; text-overflow: ellipsis; }
+#queue .title, #queue .artist, #queue .status { overflow: hidden; white-space: nowrap; text-overflow: ellipsis; }
 #queue .actions { white-space: nowrap; }
 #queue .actions button { margin: 0.1rem; }
 th, td { text-align: left; padding: 0.35rem 0.4rem; border-bottom: 1px solid color-mix(in srgb, currentColor 20%, transparent); vertical-align: middle; overflow-wrap: anywhere; }
@@ -585,7 +637,7 @@ footer { margin-top: 2rem; font-size: 0.85rem; opacity: 0.75; }
   #results td:first-child { grid-row: span 4; }
   #results td:not(:first-child) { grid-column: 2; }
   .queue-head { display: none; }
-  #queue-view { --row: 168px; }
+  #queue-view { --row: 11.5rem; }
   #queue li { grid-template-columns: 1fr; gap: 0.1rem; padding: 0.5rem 0; }
   progress { width: 100%; }
 }

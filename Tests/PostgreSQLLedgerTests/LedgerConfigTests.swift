@@ -42,6 +42,9 @@ struct LedgerConfigTests {
             LedgerSelection.redact("postgres://u@h/db?application_name=x&password=secret&sslmode=require")
                 == "postgres://u@h/db?application_name=x&password=***&sslmode=require")
         #expect(LedgerSelection.redact("host=h password=secret") == "***")
+        #expect(
+            LedgerSelection.redact("postgresql://u@h/db?sslpassword=key-pass&sslmode=verify-full")
+                == "postgresql://u@h/db?sslpassword=***&sslmode=verify-full")
     }
 
     @Test func anUnknownSchemeNamesTheKeyAndTheKnownOnes() throws {

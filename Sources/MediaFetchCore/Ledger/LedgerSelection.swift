@@ -64,7 +64,8 @@ public struct LedgerSelection: Sendable, CustomStringConvertible {
             let parameters = query.dropFirst().split(separator: "&", omittingEmptySubsequences: false).map {
                 parameter -> String in
                 let name = parameter.split(separator: "=", maxSplits: 1).first.map(String.init) ?? ""
-                return name.lowercased() == "password" ? name + "=***" : String(parameter)
+                // libpq's secrets among its parameters: the password, and the passphrase of the client's key.
+                return ["password", "sslpassword"].contains(name.lowercased()) ? name + "=***" : String(parameter)
             }
             query = Substring("?" + parameters.joined(separator: "&"))
         }

@@ -227,11 +227,46 @@ try:
     drawn = js("return document.querySelectorAll('#queue li').length")
     if not 0 < drawn < 100:
         fail(f"a queue of 3,006 items drew {drawn} rows, not only those in view")
+
+    # Every row's content fits its fixed height, and no two rows overlap, at desktop and at phone width.
+    def rows_problem():
+        return js("""
+            const rows = [...document.querySelectorAll('#queue li')];
+            for (const row of rows) {
+              if (row.scrollHeight > row.clientHeight + 1) return row.dataset.id + ' needs ' + row.scrollHeight +
+                ' px of ' + row.clientHeight;
+            }
+            const boxes = rows.map((r) => r.getBoundingClientRect()).sort((a, b) => a.top - b.top);
+            for (let i = 1; i < boxes.length; i++) if (boxes[i].top < boxes[i - 1].bottom - 1) return 'rows overlap';
+            return null;""")
+    if rows_problem():
+        fail(f"queue rows at desktop width: {rows_problem()}")
+
+    # The focus stays on a queue row's button while the row scrolls out of view and back, and the row is kept up
+    # to date meanwhile.
+    js("document.querySelector(`#queue li[data-id='many-3'] button`).focus()")
     js("const view = document.getElementById('queue-view'); view.scrollTop = view.scrollHeight;")
     wait("the last rows after scrolling", lambda: js(
         "return !!document.querySelector(`#queue li[data-id='many-2999']`)"))
     if js("return document.querySelectorAll('#queue li').length") >= 100:
         fail("scrolling to the end of the queue left the rows above in the page")
+    js("remember({id: 'many-3', title: 'Song 3', artist: 'Many', status: 'paused', receivedBytes: 500, "
+       "expectedBytes: 1000}); schedule();")
+    wait("the focused row, out of view, to show its pause",
+         lambda: js("return document.querySelector(`#queue li[data-id='many-3'] .state`).textContent") == "paused")
+    js("document.getElementById('queue-view').scrollTop = 0;")
+    wait("the first rows again", lambda: js("return !!document.querySelector(`#queue li[data-id='many-0']`)"))
+    if js("return document.activeElement.closest('li') && document.activeElement.closest('li').dataset.id") != "many-3":
+        fail("the focus left the queue row while it scrolled out of view and back")
+    if js("return document.activeElement.textContent") not in ("Resume", "Cancel"):
+        fail("the focused row's buttons were not brought up to date")
+
+    # Across the phone breakpoint the rows are laid out again at their new height.
+    driver.set_window_size(390, 844)
+    wait("the phone layout's rows", lambda: js(
+        "const r = document.querySelector('#queue li'); return r && r.getBoundingClientRect().height > 120;"))
+    wait("every queue row to fit at phone width", lambda: rows_problem() is None)
+    driver.set_window_size(1280, 1000)
     print("OK", flush=True)
 finally:
     driver.quit()
