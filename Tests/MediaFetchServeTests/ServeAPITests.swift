@@ -2,6 +2,7 @@ import Foundation
 import MediaFetchCore
 import MediaFetchServe
 import MediaFetchTesting
+import Synchronization
 import Testing
 
 /// The JSON API end to end: search, queue, pause, resume, cancel, events, the library with Range, and a
@@ -93,9 +94,17 @@ import Testing
         let serve = try ServeFixture()
         try await serve.start()
         let id = try #require(await serve.search("love", limit: 1).first?["id"] as? String)
-        async let stream = serve.events { $0.contains("\"status\":\"stored\"") }
-        // The stream is open before the item is queued: its snapshot comes first.
-        try await Task.sleep(for: .milliseconds(200))
+        let snapshotSeen = Mutex(false)
+        async let stream = serve.events { text in
+            if text.contains("event: snapshot") { snapshotSeen.withLock { $0 = true } }
+            return text.contains("\"status\":\"stored\"")
+        }
+        // The item is queued once the stream's snapshot has come: every change after it must come as events.
+        let deadline = ContinuousClock.now + .seconds(30)
+        while !snapshotSeen.withLock({ $0 }), ContinuousClock.now < deadline {
+            try await Task.sleep(for: .milliseconds(5))
+        }
+        #expect(snapshotSeen.withLock { $0 }, "the event stream sent no snapshot within 30 s")
         _ = await serve.request("POST", "/api/downloads", body: #"{"ids": ["\#(id)"]}"#)
         let text = await stream
         #expect(text.contains("event: snapshot"))
