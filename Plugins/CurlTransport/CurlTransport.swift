@@ -217,7 +217,7 @@ public final class CurlTransport: Transport {
             easy = try CurlEasy(url: url)
             try easy.set(CURLOPT_BUFFERSIZE, Self.bufferSize, "CURLOPT_BUFFERSIZE")
         }
-        try easy.set(CURLOPT_URL, url.absoluteString, "CURLOPT_URL")
+        try easy.setURL()
         // Only http and https, redirects included: a Location pointing at file:// or ftp:// fails the transfer.
         try easy.set(CURLOPT_PROTOCOLS_STR, "http,https", "CURLOPT_PROTOCOLS_STR")
         try easy.set(CURLOPT_REDIR_PROTOCOLS_STR, "http,https", "CURLOPT_REDIR_PROTOCOLS_STR")

@@ -41,8 +41,9 @@ extension Pipeline {
     ) -> (url: URL, path: String) {
         let (name, shard) = stagingNameAndShard(source: source, itemID: itemID, asset: asset)
         let separator = folder.hasSuffix("/") ? "" : "/"
-        let url = URL(fileURLWithPath: folder + separator + shard + "/" + name, isDirectory: false)
-        return (url, url.path)
+        let path = folder + separator + shard + "/" + name
+        // The path as made, not `url.path` decoded from the URL again: the same file, a decoding fewer.
+        return (URL(fileURLWithPath: path, isDirectory: false), path)
     }
 
     /// The staging subfolders: one per last digit of a staging name's hash.
