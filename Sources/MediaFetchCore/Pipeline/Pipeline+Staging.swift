@@ -88,6 +88,27 @@ extension Pipeline {
         }
     }
 
+    /// Whether the staging folder and its subfolders hold no partial download (stops at the first found).
+    static func holdsNoPartialFile(_ staging: URL) -> Bool {
+        let folders = [staging.path] + stagingShards.map { staging.appendingPathComponent($0).path }
+        for folder in folders {
+            guard let stream = opendir(folder) else {
+                // A subfolder that cannot be read may hold anything.
+                if errno == ENOENT { continue }
+                return false
+            }
+            defer { closedir(stream) }
+            while let entry = readdir(stream) {
+                let isPart = withUnsafeBytes(of: entry.pointee.d_name) { bytes in
+                    let name = bytes.prefix { $0 != 0 }
+                    return name.count > 5 && name.suffix(5).elementsEqual(".part".utf8)
+                }
+                if isPart { return false }
+            }
+        }
+        return true
+    }
+
     /// FNV-1a: stable across runs and platforms, unlike `hashValue`.
     static func stableHash(_ text: String) -> String {
         var hash: UInt64 = 0xcbf2_9ce4_8422_2325
