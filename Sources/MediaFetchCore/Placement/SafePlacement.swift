@@ -80,7 +80,9 @@ public struct SafePlacement: Sendable {
 
     /// ``place(_:)`` into a root the caller holds open (``openRoot()``, once for all of a sink's stores: a store
     /// into the root itself then opens no folder), with the folder's flush left to the caller.
-    /// - Parameter root: the root's descriptor, from ``openRoot()``; it stays open.
+    /// - Parameters:
+    ///   - staged: the staged file's path; it is gone afterwards (moved, or copied and left to the caller).
+    ///   - root: the root's descriptor, from ``openRoot()``; it stays open.
     /// - Returns: the folder the file now is in: the root itself, or a folder below it (closed with the value).
     public func placeKeepingFolder(_ staged: String, root: Int32) throws(SinkError) -> PlacedFolder {
         let components = try validatedComponents()
@@ -109,6 +111,9 @@ public struct SafePlacement: Sendable {
 
     /// ``place(_:)`` into a root the caller holds open (see ``placeKeepingFolder(_:root:)``), the folder
     /// flushed when ``sync`` is on.
+    /// - Parameters:
+    ///   - staged: the staged file's path; it is gone afterwards (moved, or copied and left to the caller).
+    ///   - root: the root's descriptor, from ``openRoot()``; it stays open.
     public func place(_ staged: String, root: Int32) throws(SinkError) {
         let folder = try placeKeepingFolder(staged, root: root)
         guard sync else { return }
