@@ -31,6 +31,7 @@ final class CurlEasy {
     deinit {
         curl_easy_cleanup(handle)
         errorBuffer.deallocate()
+        free(urlText)
     }
 
     /// Makes a finished handle new for `url` (`curl_easy_reset`: every option back to its default, the handle's
@@ -38,6 +39,8 @@ final class CurlEasy {
     func reuse(for url: URL) throws(TransportError) {
         curl_easy_reset(handle)
         self.url = url
+        free(urlText)
+        urlText = nil
         errorBuffer[0] = 0
         try check(mf_easy_setopt_pointer(handle, CURLOPT_ERRORBUFFER, errorBuffer), "CURLOPT_ERRORBUFFER")
     }
@@ -112,7 +115,20 @@ final class CurlEasy {
         guard mf_easy_getinfo_string(handle, CURLINFO_EFFECTIVE_URL, &value) == CURLE_OK, let value else {
             return nil
         }
+        // Without a redirect it is the URL that was set: compared on bytes, not parsed again (a URL parse cost
+        // a few microseconds, three times a download).
+        if let urlText, strcmp(value, urlText) == 0 { return url }
         return URL(string: String(cString: value))
+    }
+
+    /// The text ``set(url:)`` gave libcurl, while the handle is set to ``url``.
+    private var urlText: UnsafeMutablePointer<CChar>?
+
+    /// Sets `CURLOPT_URL` to ``url`` (libcurl copies the text; a copy is kept here for ``effectiveURL``).
+    func setURL() throws(TransportError) {
+        free(urlText)
+        urlText = strdup(url.absoluteString)
+        try check(mf_easy_setopt_string(handle, CURLOPT_URL, urlText), "CURLOPT_URL")
     }
 
     /// The redirect libcurl would have followed next, when it stopped following.

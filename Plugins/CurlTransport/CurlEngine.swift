@@ -117,6 +117,9 @@ final class CurlEngine: @unchecked Sendable {
     private func run() {
         // Running transfers by their easy handle: the key libcurl hands back when one finishes.
         var active: [UnsafeMutableRawPointer: CurlTransfer] = [:]
+        // Whether any transfer added since the engine started pays into a rate limit: without one no transfer
+        // ever pauses, and the two looks at every active transfer each round are spared.
+        var mayPause = false
         var problem: TransportError?
         while problem == nil {
             let (commands, stopping) = inbox.withLock { inbox in
@@ -129,6 +132,7 @@ final class CurlEngine: @unchecked Sendable {
                     do {
                         try multi.add(transfer.easy)
                         active[transfer.easy.handle] = transfer
+                        if transfer.mayPause { mayPause = true }
                     } catch {
                         transfer.complete(stopped: error)
                     }
@@ -142,16 +146,18 @@ final class CurlEngine: @unchecked Sendable {
             }
             if stopping { break }
             // Transfers the rate limit paused go on when their time has come.
-            let now = ContinuousClock.now
-            for (handle, transfer) in active {
-                guard let until = transfer.pausedUntil, until <= now else { continue }
-                transfer.pausedUntil = nil
-                let code = transfer.easy.unpause()
-                if code != CURLE_OK {
-                    // It cannot go on (a callback may have failed it already): it ends here with that error.
-                    active[handle] = nil
-                    try? multi.remove(transfer.easy)
-                    transfer.complete(code)
+            if mayPause {
+                let now = ContinuousClock.now
+                for (handle, transfer) in active {
+                    guard let until = transfer.pausedUntil, until <= now else { continue }
+                    transfer.pausedUntil = nil
+                    let code = transfer.easy.unpause()
+                    if code != CURLE_OK {
+                        // It cannot go on (a callback may have failed it already): it ends here with that error.
+                        active[handle] = nil
+                        try? multi.remove(transfer.easy)
+                        transfer.complete(code)
+                    }
                 }
             }
             do {
@@ -162,7 +168,7 @@ final class CurlEngine: @unchecked Sendable {
                     transfer.complete(result)
                 }
                 // Pauses are set while libcurl runs the callbacks: the poll wakes for the earliest to end.
-                let wake = active.values.lazy.compactMap(\.pausedUntil).min()
+                let wake = mayPause ? active.values.lazy.compactMap(\.pausedUntil).min() : nil
                 // Declared under the inbox's lock, so that a command either is seen here or sends a wakeup.
                 let idle = inbox.withLock { inbox in
                     guard inbox.commands.isEmpty, !inbox.stopping else { return false }

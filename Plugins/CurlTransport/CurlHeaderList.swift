@@ -3,12 +3,19 @@ import Foundation
 import MediaFetchCore
 
 /// Owns a `curl_slist` of request header lines; it must live until the transfer that uses it is done.
-final class CurlHeaderList {
-    private(set) var pointer: UnsafeMutablePointer<curl_slist>?
+///
+/// `@unchecked Sendable`: the list is built in `init` and never changed after; libcurl only reads it, so transfers
+/// on several engine threads may share one (``CurlTransport``'s list for plain downloads).
+final class CurlHeaderList: @unchecked Sendable {
+    let pointer: UnsafeMutablePointer<curl_slist>?
 
     /// Builds `Name: value` lines; an empty value is sent as `Name;`, which is how libcurl spells that.
     /// - Parameter removing: headers libcurl would add itself that must not be sent (`Name:` tells it so).
     init(_ headers: HTTPHeaders, url: URL, removing: [String] = []) throws(TransportError) {
+        var pointer: UnsafeMutablePointer<curl_slist>?
+        // A list given up half-built is freed here; a whole one belongs to this object.
+        var built = false
+        defer { if !built { curl_slist_free_all(pointer) } }
         for name in removing {
             guard let next = curl_slist_append(pointer, name + ":") else {
                 throw TransportError(.other, url: url, detail: "out of memory building the header list")
@@ -26,6 +33,8 @@ final class CurlHeaderList {
             }
             pointer = next
         }
+        self.pointer = pointer
+        built = true
     }
 
     deinit {

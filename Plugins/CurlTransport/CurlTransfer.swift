@@ -36,6 +36,8 @@ final class CurlTransfer: @unchecked Sendable {
     private let limiter: RateLimiter?
     /// Set by the write callback when the limiter asked the transfer to wait: the engine unpauses it then.
     var pausedUntil: ContinuousClock.Instant?
+    /// Whether the transfer can pause (it pays into a rate limit): only then does the engine look for pauses.
+    var mayPause: Bool { limiter != nil }
     /// Bytes of the piece libcurl holds while paused that were paid for already.
     private var prepaid = 0
     /// Kept alive here because libcurl reads the list until the transfer is done.

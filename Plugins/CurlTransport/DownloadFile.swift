@@ -18,7 +18,14 @@ final class DownloadFile {
     init(_ url: URL, keeping base: Int64) throws(TransportError) {
         self.url = url
         self.base = base
-        descriptor = open(url.path, O_WRONLY | O_CREAT | O_CLOEXEC, 0o644)
+        let path = url.path
+        if base == 0 {
+            // A new file is empty already: no `fstat` to learn its size (one of a small file's system calls).
+            descriptor = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o644)
+            if descriptor >= 0 { return }
+            guard errno == EEXIST else { throw Self.error(url, "cannot open") }
+        }
+        descriptor = open(path, O_WRONLY | O_CREAT | O_CLOEXEC, 0o644)
         guard descriptor >= 0 else { throw Self.error(url, "cannot open") }
         // Only cut when the size is wrong: ext4 flushes a file truncated to zero when it is closed (its
         // replace-by-truncate safeguard), which made a fresh 512 MiB download wait on the disk.

@@ -74,6 +74,12 @@ public final class DirectorySink: Sink {
     public var pathReserver: PathReserver? { names }
     /// Decided on the first store that flushes, once the root exists.
     private let flusher = Mutex(FlushChoice.undecided)
+    /// The root, opened by the first store and kept open for the next ones: a store into the root itself then
+    /// makes no `open` and `close` of it (two of a small file's ten system calls). Opened again when the folder
+    /// was removed meanwhile (see ``store(_:as:)``).
+    private let openRoot = Mutex<OpenFolder?>(nil)
+    /// Whether each folder staged files came from is on the root's filesystem (see ``groupFlush(covering:)``).
+    private let stagingDevices = Mutex<[String: Bool]>([:])
     /// What group flushing calls: `syncfs`, `fsync` of a folder, and `fstatfs`'s type (tests replace them).
     let calls: FlushCalls
 
@@ -172,39 +178,66 @@ public final class DirectorySink: Sink {
         let placement = SafePlacement(
             rootPath: rootPath, relativePath: plan.relativePath, item: plan.item, sync: sync)
         let staged = file.url.path
-        if sync, let flush = try groupFlush(covering: staged) {
-            try await place(staged, with: placement, flushedBy: flush)
-        } else {
-            try placement.place(staged)
+        let flush = sync ? try groupFlush(covering: staged) : nil
+        let root = try rootFolder(placement)
+        do {
+            try await place(staged, with: placement, into: root, flushedBy: flush)
+        } catch let error as SinkError {
+            // The root held open was removed (or moved away) since: the store goes where the path leads now,
+            // as it did when each store opened the root, created again when missing.
+            guard root.isGone else { throw error }
+            openRoot.withLock { if $0 === root { $0 = nil } }
+            try await place(staged, with: placement, into: try rootFolder(placement), flushedBy: flush)
         }
         collector.stored(plan, file: file)
         return plan.relativePath
+    }
+
+    /// The root held open for every store, opened (and created) by the first.
+    private func rootFolder(_ placement: SafePlacement) throws(SinkError) -> OpenFolder {
+        try openRoot.withLock { (folder: inout OpenFolder?) throws(SinkError) -> OpenFolder in
+            if let folder { return folder }
+            let opened = OpenFolder(try placement.openRoot())
+            folder = opened
+            return opened
+        }
+    }
+
+    private func place(
+        _ staged: String, with placement: SafePlacement, into root: OpenFolder, flushedBy flush: GroupFlush?
+    ) async throws {
+        if let flush {
+            try await place(staged, with: placement, into: root, flushedBy: flush)
+        } else {
+            try placement.place(staged, root: root.raw)
+        }
     }
 
     /// `placement` with a group flush in place of the fsyncs of the file and its folder (see GroupFlush): a
     /// syncfs before the rename for the bytes, a shared fsync of the folder after it for the name. A copy
     /// into another filesystem mounted below the root is flushed on its own.
     private func place(
-        _ staged: String, with placement: SafePlacement, flushedBy flush: GroupFlush
+        _ staged: String, with placement: SafePlacement, into root: OpenFolder, flushedBy flush: GroupFlush
     ) async throws {
         do {
             try await flush.barrier()
         } catch {
             // The failure may be another file's: from now on each file is fsynced, which names its own.
             stopGroupFlushing()
-            try placement.place(staged)
+            try placement.place(staged, root: root.raw)
             return
         }
         var grouped = placement
         grouped.sync = false
         grouped.flushesCopies = true
         try grouped.checkWrittenBack(staged)
-        let folder = try grouped.placeKeepingFolder(staged)
+        // Open until the flush is done: the root is held by the sink, a folder below it by `placed`.
+        let placed = try grouped.placeKeepingFolder(staged, root: root.raw)
         do {
-            try await flush.flushFolder(folder.raw)
+            try await flush.flushFolder(placed.raw)
         } catch {
             stopGroupFlushing()
-            guard fsync(folder.raw) == 0 else {
+            guard fsync(placed.raw) == 0 else {
                 throw grouped.failure(
                     "the file is in place, but its folder could not be flushed to disk (\(errorText(errno))); "
                         + "it is not recorded as stored, so the next run fetches it again")
@@ -244,9 +277,17 @@ public final class DirectorySink: Sink {
             return choice
         }
         guard case .group(let flush, let device) = choice else { return nil }
+        // By the staged file's folder: a run's files come from the sixteen folders of its staging area, so a
+        // `stat` of each file is spared (a mount point is always a folder, and a file is on its folder's device).
+        let folder = staged.utf8.lastIndex(of: UInt8(ascii: "/")).map { String(staged[..<$0]) } ?? "."
+        if let known = stagingDevices.withLock({ $0[folder] }) { return known ? flush : nil }
         var info = stat()
-        guard stat(staged, &info) == 0, info.st_dev == device else { return nil }
-        return flush
+        guard stat(folder, &info) == 0 else { return nil }
+        let same = info.st_dev == device
+        stagingDevices.withLock { known in
+            if known.count < 64 { known[folder] = same }
+        }
+        return same ? flush : nil
     }
 
     /// A file stored by an earlier run is kept when it is still where this run would put it, a regular
@@ -282,5 +323,24 @@ public final class DirectorySink: Sink {
             )
             .place(staged.path)
         }
+    }
+}
+
+/// A folder descriptor shared by the stores of one sink, closed when the last of them lets go.
+final class OpenFolder: Sendable {
+    let raw: Int32
+
+    init(_ descriptor: consuming FileDescriptor) {
+        raw = descriptor.release()
+    }
+
+    /// Whether the folder no longer has a name (removed while held open).
+    var isGone: Bool {
+        var info = stat()
+        return fstat(raw, &info) != 0 || info.st_nlink == 0
+    }
+
+    deinit {
+        _ = close(raw)
     }
 }

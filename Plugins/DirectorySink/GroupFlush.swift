@@ -126,6 +126,9 @@ final class GroupFlush: @unchecked Sendable {
                 syncfsFailure = flush(descriptor) == 0 ? nil : errno
             }
             var folderFailures: [FolderKey: Int32?] = [:]
+            // Every waiter's descriptor is open until it is resumed, below, so within a batch one number is one
+            // open folder: the sink's root, shared by most stores, is looked at once.
+            var keys: [Int32: FolderKey?] = [:]
             for waiter in batch {
                 guard let folder = waiter.folder else {
                     if let syncfsFailure {
@@ -136,7 +139,13 @@ final class GroupFlush: @unchecked Sendable {
                     }
                     continue
                 }
-                let key = FolderKey(folder)
+                let key: FolderKey?
+                if let known = keys[folder] {
+                    key = known
+                } else {
+                    key = FolderKey(folder)
+                    keys[folder] = key
+                }
                 let failure: Int32?
                 if let key, let done = folderFailures[key] {
                     failure = done

@@ -65,9 +65,17 @@ public struct URLListSource: Source {
         // Foundation's set also holds the zero-width space (U+200B), which a URL copied from a page can
         // carry; Character.isWhitespace does not.
         let blank = { (character: Character) in character.isWhitespace || character == "\u{200B}" }
-        var trimmed = rawLine.drop(while: blank)
-        while let last = trimmed.last, blank(last) { trimmed = trimmed.dropLast() }
-        let line = String(trimmed)
+        let line: String
+        if let first = rawLine.utf8.first, let last = rawLine.utf8.last, Self.isPrintableASCII(first),
+            Self.isPrintableASCII(last)
+        {
+            // Nothing to trim at either end (the usual line): no Character is looked at.
+            line = String(rawLine)
+        } else {
+            var trimmed = rawLine.drop(while: blank)
+            while let last = trimmed.last, blank(last) { trimmed = trimmed.dropLast() }
+            line = String(trimmed)
+        }
         if line.isEmpty || line.hasPrefix("#") { return }
         let place = "\(displayName):\(number)"
 
@@ -142,6 +150,12 @@ public struct URLListSource: Source {
         let ext = bytes[bytes.index(after: dot)...]
         guard (1...16).contains(ext.count), ext.allSatisfy(\.isASCIILetterOrDigit) else { return nil }
         return String(decoding: ext, as: UTF8.self)
+    }
+
+    /// A visible ASCII character (not a space or a control): a line that starts and ends with one has nothing to
+    /// trim, since every character `Character.isWhitespace` or U+200B matches is a space, a control or not ASCII.
+    static func isPrintableASCII(_ byte: UInt8) -> Bool {
+        byte > 0x20 && byte < 0x7F
     }
 
     static func shorten(_ line: String) -> String {

@@ -119,8 +119,11 @@ public struct DownloadPolicy: Sendable, Hashable {
         guard !patterns.isEmpty, let contentType else { return true }
         let type = Self.mediaType(contentType).utf8
         // Compared on bytes: both sides are lowercased, and Character-level prefix tests showed in profiles.
-        return patterns.contains { pattern in
-            let pattern = pattern.lowercased().utf8
+        return patterns.contains { written in
+            // Lowercased only when it has capitals: a new string per pattern per item showed in profiles.
+            let hasCapitals = written.utf8.contains { $0 >= UInt8(ascii: "A") && $0 <= UInt8(ascii: "Z") }
+            let lowered = hasCapitals || !written.utf8.allSatisfy({ $0 < 0x80 }) ? written.lowercased() : written
+            let pattern = lowered.utf8
             if pattern.count >= 2, pattern.last == UInt8(ascii: "*"),
                 pattern[pattern.index(pattern.endIndex, offsetBy: -2)] == UInt8(ascii: "/")
             {

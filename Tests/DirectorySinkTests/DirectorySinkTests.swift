@@ -26,6 +26,23 @@ struct DirectorySinkTests {
         #expect(try fixture.tree(fixture.root).keys.sorted() == [plan.relativePath])
     }
 
+    /// The sink holds its root open between stores; a root removed meanwhile is made again where the path says,
+    /// as when each store opened it, with and without sync.
+    @Test(arguments: [false, true])
+    func aRootRemovedBetweenStoresIsMadeAgain(sync: Bool) async throws {
+        let fixture = try Fixture()
+        let sink = DirectorySink(root: fixture.root, layout: try LayoutTemplate("{title}.{ext}"), sync: sync)
+        let first = try await sink.plan(song("1", title: "One"), asset: .preview)
+        _ = try await sink.store(try fixture.staged(Data("one".utf8)), as: first)
+        try FileManager.default.removeItem(at: fixture.root)
+        let second = try await sink.plan(song("2", title: "Two"), asset: .preview)
+
+        let stored = try await sink.store(try fixture.staged(Data("two".utf8)), as: second)
+
+        #expect(try fixture.tree(fixture.root) == [stored: Data("two".utf8)])
+        #expect(try fixture.tree(fixture.outside).isEmpty)
+    }
+
     @Test func hostileMetadataLandsInsideTheRoot() async throws {
         let fixture = try Fixture()
         let sink = try fixture.sink()

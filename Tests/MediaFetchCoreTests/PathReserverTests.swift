@@ -88,6 +88,43 @@ struct PathReserverTests {
         #expect(try ledger.runKey(scope: "s", key: "k") == nil)
     }
 
+    /// After a reset the ledger answers most lookups of keys never taken from its filter, without a query: every
+    /// key taken is still found, committed or not, and one never taken is not.
+    @Test func manyRunKeysAreFoundAfterAReset() throws {
+        let folder = try scratchFolder("run-keys-many")
+        defer { try? FileManager.default.removeItem(at: folder) }
+        let ledger = try Ledger(directory: folder, batchSize: 1000)
+        try ledger.resetRunKeys()
+        for index in 0..<5000 {
+            ledger.takeRunKey(scope: index % 2 == 0 ? "names" : "seen", key: "key-\(index)", value: String(index))
+            if index % 1000 == 999 { try ledger.flushIfDue() }
+        }
+        for index in 0..<5000 {
+            #expect(try ledger.runKey(scope: index % 2 == 0 ? "names" : "seen", key: "key-\(index)") == .some(String(index)))
+            // The same key in the other scope was never taken.
+            #expect(try ledger.runKey(scope: index % 2 == 0 ? "seen" : "names", key: "key-\(index)") == nil)
+        }
+        #expect(try ledger.runKey(scope: "names", key: "key-5000") == nil)
+        try ledger.resetRunKeys()
+        #expect(try ledger.runKey(scope: "names", key: "key-0") == nil)
+    }
+
+    /// Keys already in the table when the ledger is opened (no reset since) are found: the filter only answers for
+    /// what it saw from a reset on.
+    @Test func runKeysOnDiskBeforeAnyResetAreFound() throws {
+        let folder = try scratchFolder("run-keys-before-reset")
+        defer { try? FileManager.default.removeItem(at: folder) }
+        do {
+            let earlier = try Ledger(directory: folder)
+            try earlier.resetRunKeys()
+            earlier.takeRunKey(scope: "names", key: "song.m4a", value: nil)
+            try earlier.flush()
+        }
+        let ledger = try Ledger(directory: folder)
+        #expect(try ledger.runKey(scope: "names", key: "song.m4a") == .some(nil))
+        #expect(try ledger.runKey(scope: "names", key: "other.m4a") == nil)
+    }
+
     @Test func runKeysALedgerCannotWriteStaySeen() throws {
         let folder = try scratchFolder("run-keys-refused")
         defer { try? FileManager.default.removeItem(at: folder) }

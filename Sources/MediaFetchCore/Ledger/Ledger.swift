@@ -143,6 +143,8 @@ public final class Ledger: Sendable {
     private typealias Write = LedgerWrite
 
     private let queue = Mutex(Queue())
+    /// Which run keys may be taken, so that a lookup of one that is not needs no query (see ``RunKeyFilter``).
+    private let runKeyFilter = Mutex(RunKeyFilter())
     /// The connection: held while a batch is written or the ledger is read, so batches land in order.
     private let database: Mutex<SQLiteDatabase>
     public let url: URL
@@ -289,14 +291,18 @@ public final class Ledger: Sendable {
             }
             // Without a WHERE clause SQLite empties the table in one step instead of row by row.
             try database.execute("DELETE FROM run_keys")
+            runKeyFilter.withLock { $0.reset() }
         }
     }
 
     /// Whether the run took `key` in `scope`, and with which value: the queued writes first, then the disk.
     /// - Returns: nil when the key is not taken; else the value it was taken with (itself nil when taken with none).
     public func runKey(scope: String, key: String) throws -> String?? {
+        // A key the filter does not hold was never taken: no lock on the connection, no query. (Keys are added
+        // to it before they are queued, and it is emptied under the connection's lock with the table.)
+        guard runKeyFilter.withLock({ $0.mayContain(scope: scope, key: key) }) else { return nil }
         // The connection is held first, so no batch can be committed between the look at the queue and the query.
-        try database.withLock { database in
+        return try database.withLock { database in
             if let queued = queue.withLock({ $0.runKeys[RunKeyID(scope: scope, key: key)] }) { return .some(queued) }
             try database.beginSharedRead()
             let rows = try database.cached("SELECT value FROM run_keys WHERE scope = ? AND key = ?")
@@ -309,6 +315,7 @@ public final class Ledger: Sendable {
     /// and seen by ``runKey(scope:key:)`` at once. Scopes keep users apart: a sink's names
     /// (``PathReserver``) and a source's ids (``SourceContext/firstOccurrence(of:at:)``).
     public func takeRunKey(scope: String, key: String, value: String?) {
+        runKeyFilter.withLock { $0.insert(scope: scope, key: key) }
         queue.withLock { queue in
             queue.pending.append(.runKey(scope: scope, key: key, value: value))
             queue.runKeys[RunKeyID(scope: scope, key: key)] = .some(value)
@@ -529,24 +536,37 @@ public final class Ledger: Sendable {
     }
 
     private static func apply(_ writes: [Write], to database: SQLiteDatabase, at now: Double) throws {
-        var downloads: [LedgerKey: Download?] = [:]
-        for write in writes {
+        // Each key is hashed once: its writes fold into `downloads` at the key's ordinal, and the second pass goes by
+        // ordinal. (A dictionary of folds, looked up twice in each pass, hashed each key's three strings a dozen
+        // times an item, a fifth of a batch's time.)
+        var ordinals: [LedgerKey: Int] = [:]
+        ordinals.reserveCapacity(writes.count)
+        var downloads: [Download?] = []
+        var ordinalOfWrite = [Int](repeating: -1, count: writes.count)
+        for (index, write) in writes.enumerated() {
             guard let key = write.key else { continue }
-            if let download = downloads[key] {
-                downloads[key] = download?.then(write)
+            if let ordinal = ordinals[key] {
+                downloads[ordinal] = downloads[ordinal]?.then(write)
+                ordinalOfWrite[index] = ordinal
             } else {
-                downloads[key] = Download(write)
+                ordinals[key] = downloads.count
+                ordinalOfWrite[index] = downloads.count
+                downloads.append(Download(write))
             }
         }
-        var merged: Set<LedgerKey> = []
+        var merged = [Bool](repeating: false, count: downloads.count)
         try database.transaction {
-            for write in writes {
-                guard let key = write.key, let download = downloads[key] ?? nil, download.merges else {
+            for (index, write) in writes.enumerated() {
+                let ordinal = ordinalOfWrite[index]
+                guard ordinal >= 0, let key = write.key, let download = downloads[ordinal], download.merges else {
                     try apply(write, to: database, at: now)
                     continue
                 }
                 // Rows do not depend on each other: the key's first write runs the statement for all of its writes.
-                if merged.insert(key).inserted { try apply(download, key, to: database, at: now) }
+                if !merged[ordinal] {
+                    merged[ordinal] = true
+                    try apply(download, key, to: database, at: now)
+                }
             }
         }
     }

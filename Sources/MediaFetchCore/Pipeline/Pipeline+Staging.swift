@@ -41,8 +41,9 @@ extension Pipeline {
     ) -> (url: URL, path: String) {
         let (name, shard) = stagingNameAndShard(source: source, itemID: itemID, asset: asset)
         let separator = folder.hasSuffix("/") ? "" : "/"
-        let url = URL(fileURLWithPath: folder + separator + shard + "/" + name, isDirectory: false)
-        return (url, url.path)
+        let path = folder + separator + shard + "/" + name
+        // The path as made, not `url.path` decoded from the URL again: the same file, a decoding fewer.
+        return (URL(fileURLWithPath: path, isDirectory: false), path)
     }
 
     /// The staging subfolders: one per last digit of a staging name's hash.
@@ -85,6 +86,27 @@ extension Pipeline {
             ((try? files.contentsOfDirectory(atPath: folder.path)) ?? []).filter { $0.hasSuffix(".part") }
                 .map { folder.appendingPathComponent($0) }
         }
+    }
+
+    /// Whether the staging folder and its subfolders hold no partial download (stops at the first found).
+    static func holdsNoPartialFile(_ staging: URL) -> Bool {
+        let folders = [staging.path] + stagingShards.map { staging.appendingPathComponent($0).path }
+        for folder in folders {
+            guard let stream = opendir(folder) else {
+                // A subfolder that cannot be read may hold anything.
+                if errno == ENOENT { continue }
+                return false
+            }
+            defer { closedir(stream) }
+            while let entry = readdir(stream) {
+                let isPart = withUnsafeBytes(of: entry.pointee.d_name) { bytes in
+                    let name = bytes.prefix { $0 != 0 }
+                    return name.count > 5 && name.suffix(5).elementsEqual(".part".utf8)
+                }
+                if isPart { return false }
+            }
+        }
+        return true
     }
 
     /// FNV-1a: stable across runs and platforms, unlike `hashValue`.

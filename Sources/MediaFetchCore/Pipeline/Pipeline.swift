@@ -86,6 +86,10 @@ public struct Pipeline: Sendable {
 
         do {
             try Self.prepareStaging(options.stagingDirectory)
+            // A queue may bring an item back after a pause in the same run, with its bytes kept.
+            if options.control == nil, Self.holdsNoPartialFile(options.stagingDirectory) {
+                run.stagingWasEmpty.store(true, ordering: .relaxed)
+            }
             let keysInLedger = keepRunKeys(run)
             let ticker = Task { await run.tickLedger() }
             defer { ticker.cancel() }
@@ -318,7 +322,7 @@ public struct Pipeline: Sendable {
             return
         }
         var holdsSlot = true
-        var (resumeFrom, validator) = resumePoint(job, staging: staging, path: stagingPath)
+        var (resumeFrom, validator) = resumePoint(job, staging: staging, path: stagingPath, run)
         var expected = job.entry?.expectedBytes
         ledger?.begin(job.key, title: job.item.title, url: job.url)
         run.report(.itemStarted(ref, asset: job.asset, url: job.url, resumeFrom: resumeFrom))
@@ -611,7 +615,12 @@ public struct Pipeline: Sendable {
     }
 
     /// Where a download can go on from (``ResumePoint``); kept bytes it cannot go on from are removed.
-    private func resumePoint(_ job: Job, staging: URL, path: String) -> (Int64, Validator?) {
+    private func resumePoint(_ job: Job, staging: URL, path: String, _ run: RunState) -> (Int64, Validator?) {
+        // Nothing to resume without an entry, and no file to remove when the staging folders held none as the run
+        // began: an item the ledger does not know was not fetched before in this run (ids are not repeated, and a
+        // queue, which can bring an item again, is not such a run). The `stat` of a file that is not there was a
+        // few percent of a many-small-files run.
+        if job.entry == nil && run.stagingWasEmpty.load(ordering: .relaxed) { return (0, nil) }
         let size = (try? Self.fileSize(atPath: path)) ?? 0
         let point = ResumePoint.decide(kept: size, entry: job.entry, url: job.url, refetch: options.refetch)
         if size > 0 && point.offset == 0 { try? FileManager.default.removeItem(at: staging) }

@@ -22,6 +22,9 @@ final class RunState: Sendable {
 
     /// The staging folder's path (see ``Pipeline/stagingLocation(inFolder:source:itemID:asset:)``).
     let stagingFolder: String
+    /// Set before the first item when the staging folders held no file as the run began and no item can come
+    /// twice: then a staging file exists only for an item the ledger knows of.
+    let stagingWasEmpty = Atomic(false)
     /// Downloads under way, from their first attempt to their store, retry delays included: twice the
     /// transfer slots. A store does not hold a place, so a durable one waiting on the disk does not hold the
     /// next download back; a retry does, so that during a run of failures (503s, say) new items do not start

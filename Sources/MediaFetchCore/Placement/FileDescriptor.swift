@@ -26,6 +26,13 @@ public struct FileDescriptor: ~Copyable {
         return result == 0 ? 0 : errno
     }
 
+    /// Gives up ownership: the descriptor stays open, and closing it is the caller's.
+    public consuming func release() -> Int32 {
+        let descriptor = raw
+        discard self
+        return descriptor
+    }
+
     deinit {
         // Only descriptors whose data is already fsynced (or never written) reach here, so a failing
         // close cannot lose data; there is nothing useful to do with its error.

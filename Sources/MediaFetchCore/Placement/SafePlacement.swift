@@ -72,46 +72,103 @@ public struct SafePlacement: Sendable {
     /// ``place(_:)`` without its last step: the folder the file now is in comes back, not yet flushed, for
     /// the caller to flush (with others, in a group flush).
     public func placeKeepingFolder(_ staged: String) throws(SinkError) -> FileDescriptor {
+        let root = try openRoot()
+        let placed = try placeKeepingFolder(staged, root: root.raw)
+        guard let below = placed.takeOwnership() else { return root }
+        return FileDescriptor(below)
+    }
+
+    /// ``place(_:)`` into a root the caller holds open (``openRoot()``, once for all of a sink's stores: a store
+    /// into the root itself then opens no folder), with the folder's flush left to the caller.
+    /// - Parameters:
+    ///   - staged: the staged file's path; it is gone afterwards (moved, or copied and left to the caller).
+    ///   - root: the root's descriptor, from ``openRoot()``; it stays open.
+    /// - Returns: the folder the file now is in: the root itself, or a folder below it (closed with the value).
+    public func placeKeepingFolder(_ staged: String, root: Int32) throws(SinkError) -> PlacedFolder {
         let components = try validatedComponents()
         guard let fileName = components.last else { throw failure("the planned path is empty") }
-        var directory = try openRoot()
+        // Each level is opened from its parent without following a link; the last one opened is the file's.
+        var folder = PlacedFolder(root: root)
         var walked: [String] = []
         for name in components.dropLast() {
             walked.append(name)
-            directory = try openChild(name, of: directory, walked: walked)
+            folder = PlacedFolder(try openChild(name, of: folder.raw, walked: walked))
         }
+        let current = folder.raw
         try checkStaged(staged)
 
         // The staged file is complete: flushed where it is, one rename puts it in place (replacing an old file
         // or a planted link itself). Nothing is ever half-written under a final name, and a crash leaves no
         // litter in the user's tree.
         if sync { try syncStaged(staged) }
-        if renameat(AT_FDCWD, staged, directory.raw, fileName) != 0 {
+        if renameat(AT_FDCWD, staged, current, fileName) != 0 {
             let code = errno
             guard code == EXDEV else { throw failure("cannot move the file into place: \(reason(code))") }
-            try copyIn(staged, as: fileName, into: directory)
+            try copyIn(staged, as: fileName, into: current)
         }
-        return directory
+        return folder
+    }
+
+    /// ``place(_:)`` into a root the caller holds open (see ``placeKeepingFolder(_:root:)``), the folder
+    /// flushed when ``sync`` is on.
+    /// - Parameters:
+    ///   - staged: the staged file's path; it is gone afterwards (moved, or copied and left to the caller).
+    ///   - root: the root's descriptor, from ``openRoot()``; it stays open.
+    public func place(_ staged: String, root: Int32) throws(SinkError) {
+        let folder = try placeKeepingFolder(staged, root: root)
+        guard sync else { return }
+        guard fsync(folder.raw) == 0 else {
+            throw failure("stored, but the folder could not be flushed to disk: \(errorText(errno))")
+        }
+    }
+
+    /// The folder a placed file is in (``placeKeepingFolder(_:root:)``): the caller's root, which stays the
+    /// caller's to close, or a folder below it, which this value closes when it goes.
+    public struct PlacedFolder: ~Copyable {
+        /// The folder's descriptor, for `fsync`.
+        public let raw: Int32
+        private let owned: Bool
+
+        init(root: Int32) {
+            raw = root
+            owned = false
+        }
+
+        init(_ folder: consuming FileDescriptor) {
+            raw = folder.release()
+            owned = true
+        }
+
+        /// The descriptor of a folder below the root, now the caller's to close; nil for the root.
+        consuming func takeOwnership() -> Int32? {
+            let descriptor = owned ? raw : nil
+            discard self
+            return descriptor
+        }
+
+        deinit {
+            if owned { _ = close(raw) }
+        }
     }
 
     /// Across filesystems: a copy under a temporary name next to the final one, flushed, then renamed.
     /// The temporary name carries our process id, so a later run can tell a dead run's leftover from a
     /// live one's and remove it.
-    func copyIn(_ staged: String, as fileName: String, into directory: borrowing FileDescriptor) throws(SinkError) {
+    func copyIn(_ staged: String, as fileName: String, into directory: Int32) throws(SinkError) {
         removeLeftovers(in: directory)
         let temporary = "\(Self.temporaryPrefix)\(getpid())-\(UUID().uuidString.lowercased()).part"
         do throws(SinkError) {
             try copy(staged, to: temporary, in: directory)
             if sync || flushesCopies { try syncFile(temporary, in: directory) }
-            guard renameat(directory.raw, temporary, directory.raw, fileName) == 0 else {
+            guard renameat(directory, temporary, directory, fileName) == 0 else {
                 throw failure("cannot move the file into place: \(reason(errno))")
             }
         } catch {
             // The final name still holds whatever it held before; only our temporary goes.
-            _ = unlinkat(directory.raw, temporary, 0)
+            _ = unlinkat(directory, temporary, 0)
             throw error
         }
-        if flushesCopies && !sync && fsync(directory.raw) != 0 {
+        if flushesCopies && !sync && fsync(directory) != 0 {
             throw failure("stored, but the folder could not be flushed to disk: \(errorText(errno))")
         }
         // The staged copy is ours to delete; if that fails it is only a leftover in the state folder.
@@ -138,8 +195,8 @@ public struct SafePlacement: Sendable {
     static let temporaryPrefix = ".mediafetch-"
 
     /// Removes temporaries that a killed run left in `directory` (their process is gone).
-    func removeLeftovers(in directory: borrowing FileDescriptor) {
-        let raw = openat(directory.raw, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC)
+    func removeLeftovers(in directory: Int32) {
+        let raw = openat(directory, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC)
         guard raw >= 0, let stream = fdopendir(raw) else { return }
         defer { closedir(stream) }
         while let entry = readdir(stream) {
@@ -196,23 +253,23 @@ public struct SafePlacement: Sendable {
 
     /// Opens directory `name` below `parent` without following a link, creating it when missing.
     func openChild(
-        _ name: String, of parent: borrowing FileDescriptor, walked: [String]
+        _ name: String, of parent: Int32, walked: [String]
     ) throws(SinkError)
         -> FileDescriptor
     {
         let flags = O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC
-        var descriptor = openat(parent.raw, name, flags)
+        var descriptor = openat(parent, name, flags)
         if descriptor < 0 && errno == ENOENT {
-            if mkdirat(parent.raw, name, 0o777) == 0 {
+            if mkdirat(parent, name, 0o777) == 0 {
                 // The new entry must survive a crash along with the file that will be in it.
-                guard fsync(parent.raw) == 0 else {
+                guard fsync(parent) == 0 else {
                     throw failure("cannot flush the folder of \(walked.joined(separator: "/")): \(errorText(errno))")
                 }
             } else if errno != EEXIST {
                 // EEXIST: a concurrent store made it first, which is fine.
                 throw failure("cannot create the folder \(walked.joined(separator: "/")): \(errorText(errno))")
             }
-            descriptor = openat(parent.raw, name, flags)
+            descriptor = openat(parent, name, flags)
         }
         guard descriptor >= 0 else {
             let code = errno
@@ -222,9 +279,9 @@ public struct SafePlacement: Sendable {
     }
 
     /// Says why an existing `name` cannot be used as a directory, without touching it.
-    func describeBlocker(_ name: String, in parent: borrowing FileDescriptor, _ code: Int32) -> String {
+    func describeBlocker(_ name: String, in parent: Int32, _ code: Int32) -> String {
         var info = stat()
-        guard fstatat(parent.raw, name, &info, AT_SYMLINK_NOFOLLOW) == 0 else { return errorText(code) }
+        guard fstatat(parent, name, &info, AT_SYMLINK_NOFOLLOW) == 0 else { return errorText(code) }
         switch info.st_mode & S_IFMT {
         case S_IFLNK:
             return "it is a symbolic link; links inside the sink's folder are not followed, so nothing can be "
@@ -248,10 +305,10 @@ public struct SafePlacement: Sendable {
     }
 
     /// Copies `staged` into a new file that `O_EXCL | O_NOFOLLOW` guarantee is ours alone.
-    func copy(_ staged: String, to temporary: String, in directory: borrowing FileDescriptor) throws(SinkError) {
+    func copy(_ staged: String, to temporary: String, in directory: Int32) throws(SinkError) {
         let source = try openStaged(staged)
         let createFlags = O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC
-        let targetRaw = openat(directory.raw, temporary, createFlags, 0o666)
+        let targetRaw = openat(directory, temporary, createFlags, 0o666)
         guard targetRaw >= 0 else { throw failure("cannot create a temporary file: \(errorText(errno))") }
         let target = FileDescriptor(targetRaw)
         var buffer = [UInt8](repeating: 0, count: 1 << 16)
@@ -279,8 +336,8 @@ public struct SafePlacement: Sendable {
     }
 
     /// Flushes the temporary file's data, so the rename never exposes a name with missing content.
-    func syncFile(_ name: String, in directory: borrowing FileDescriptor) throws(SinkError) {
-        let raw = openat(directory.raw, name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC)
+    func syncFile(_ name: String, in directory: Int32) throws(SinkError) {
+        let raw = openat(directory, name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC)
         guard raw >= 0 else { throw failure("cannot reopen the temporary file: \(errorText(errno))") }
         let file = FileDescriptor(raw)
         guard fsync(file.raw) == 0 else { throw failure("cannot flush the file to disk: \(errorText(errno))") }
