@@ -161,8 +161,9 @@ public final class PostgreSQLLedger: Sendable {
         queue.withLock { $0.pending.append(write) }
     }
 
-    /// Takes the queued writes and sends them in one transaction; the caller holds ``connection``. Writes the
-    /// server did not take go back to the head of the queue.
+    /// Takes the queued writes and sends them in one transaction, pipelined (one round trip, each kind of statement
+    /// prepared once per connection); the caller holds ``commitGate``. Writes the server did not take go back to
+    /// the head of the queue.
     private func commit() throws {
         var writes: [Write] = []
         var runKeys: [RunKeyID: String?] = [:]
@@ -173,23 +174,21 @@ public final class PostgreSQLLedger: Sendable {
         }
         guard !writes.isEmpty else { return }
         do {
-            try withConnection { connection in
-                let now = Date().timeIntervalSince1970
-                var sql = "BEGIN;\n"
-                let merged = Self.wholeDownloads(writes)
-                var written: Set<LedgerKey> = []
-                for write in writes {
-                    if let key = write.key, let download = merged[key] {
-                        // A key's whole download is one statement, at its first write (rows do not depend on each
-                        // other).
-                        if written.insert(key).inserted { sql += try statement(download, key, connection, now: now) + ";\n" }
-                        continue
-                    }
-                    sql += try statement(write, connection, now: now) + ";\n"
+            let now = String(Date().timeIntervalSince1970)
+            let merged = Self.wholeDownloads(writes)
+            var written: Set<LedgerKey> = []
+            var statements: [PGConnection.Statement] = []
+            statements.reserveCapacity(writes.count)
+            for write in writes {
+                if let key = write.key, let download = merged[key] {
+                    // A key's whole download is one statement, at its first write (rows do not depend on each
+                    // other).
+                    if written.insert(key).inserted { statements.append(statement(download, key, now: now)) }
+                    continue
                 }
-                sql += "COMMIT;"
-                try connection.execute(sql)
+                statements.append(statement(write, now: now))
             }
+            try withConnection { try $0.pipeline(statements) }
         } catch {
             queue.withLock { queue in
                 queue.pending.insert(contentsOf: writes, at: 0)
@@ -232,90 +231,104 @@ public final class PostgreSQLLedger: Sendable {
     }
 
     /// The one statement of a whole download: the row as begin, responded and stored leave it.
-    private func statement(
-        _ download: WholeDownload, _ item: LedgerKey, _ connection: PGConnection, now: Double
-    ) throws -> String {
+    private func statement(_ download: WholeDownload, _ item: LedgerKey, now: String) -> PGConnection.Statement {
         let record = download.record
-        return """
-            INSERT INTO mediafetch_items AS i (run, source, item_id, asset, title, url, etag, last_modified,
-                expected_bytes, received_bytes, sha256, status, attempts, location, updated_at)
-            VALUES (\(try connection.literal(run)), \(try connection.literal(item.source)),
-                \(try connection.literal(item.itemID)), \(try connection.literal(item.asset.rawValue)),
-                \(try connection.literal(download.title)), \(try connection.literal(download.url)),
-                \(try connection.literal(download.validator?.etag)), \(try connection.literal(download.validator?.lastModified)),
-                \(record.size), \(record.size), \(try connection.literal(record.sha256)), 'stored', 1,
-                \(try connection.literal(record.location)), \(now))
-            ON CONFLICT (run, source, item_id, asset) DO UPDATE SET
-                title = excluded.title, url = excluded.url, etag = excluded.etag, last_modified = excluded.last_modified,
-                expected_bytes = excluded.expected_bytes, received_bytes = excluded.received_bytes,
-                sha256 = excluded.sha256, status = 'stored', reason = NULL, attempts = 1, location = excluded.location,
-                updated_at = excluded.updated_at, claimed_by = NULL, lease_until = NULL
-            """
+        return PGConnection.Statement(
+            name: "mediafetch_whole",
+            sql: """
+                INSERT INTO mediafetch_items AS i (run, source, item_id, asset, title, url, etag, last_modified,
+                    expected_bytes, received_bytes, sha256, status, attempts, location, updated_at)
+                VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $9, $10, 'stored', 1, $11, $12)
+                ON CONFLICT (run, source, item_id, asset) DO UPDATE SET
+                    title = excluded.title, url = excluded.url, etag = excluded.etag,
+                    last_modified = excluded.last_modified, expected_bytes = excluded.expected_bytes,
+                    received_bytes = excluded.received_bytes, sha256 = excluded.sha256, status = 'stored',
+                    reason = NULL, attempts = 1, location = excluded.location, updated_at = excluded.updated_at,
+                    claimed_by = NULL, lease_until = NULL
+                """,
+            parameters: [
+                .text(run), .text(item.source), .text(item.itemID), .text(item.asset.rawValue), .text(download.title),
+                .text(download.url), .text(download.validator?.etag), .text(download.validator?.lastModified),
+                .text(String(record.size)), .text(record.sha256), .text(record.location), .text(now),
+            ])
     }
 
-    /// The statement of one write, values quoted by libpq.
-    private func statement(_ write: Write, _ connection: PGConnection, now: Double) throws -> String {
-        func key(_ key: LedgerKey) throws -> String {
-            "run = \(try connection.literal(run)) AND source = \(try connection.literal(key.source)) AND item_id = "
-                + "\(try connection.literal(key.itemID)) AND asset = \(try connection.literal(key.asset.rawValue))"
+    /// The statement of one write. Every statement of a kind has the same text (it is prepared once per
+    /// connection); `$1` to `$4` are the row's key where it has one, the values follow.
+    private func statement(_ write: Write, now: String) -> PGConnection.Statement {
+        func keyed(_ name: String, _ key: LedgerKey, _ sql: String, _ values: [String?]) -> PGConnection.Statement {
+            PGConnection.Statement(
+                name: "mediafetch_" + name, sql: sql,
+                parameters: [.text(run), .text(key.source), .text(key.itemID), .text(key.asset.rawValue)]
+                    + values.map { .text($0) })
         }
-        func number(_ value: Int64?) -> String { value.map(String.init) ?? "NULL" }
+        let key = "run = $1 AND source = $2 AND item_id = $3 AND asset = $4"
         // A worker whose claim went to another leaves that worker's row alone when it fails or pauses.
-        func mine() throws -> String { "(claimed_by IS NULL OR claimed_by = \(try connection.literal(worker)))" }
+        func mine(_ parameter: Int) -> String { "(claimed_by IS NULL OR claimed_by = $\(parameter))" }
         switch write {
         case .begin(let item, let title, let url):
-            return """
+            return keyed(
+                "begin", item,
+                """
                 INSERT INTO mediafetch_items AS i (run, source, item_id, asset, title, url, status, attempts, updated_at)
-                VALUES (\(try connection.literal(run)), \(try connection.literal(item.source)),
-                    \(try connection.literal(item.itemID)), \(try connection.literal(item.asset.rawValue)),
-                    \(try connection.literal(title)), \(try connection.literal(url)), 'pending', 1, \(now))
+                VALUES ($1, $2, $3, $4, $5, $6, 'pending', 1, $7)
                 ON CONFLICT (run, source, item_id, asset) DO UPDATE SET
                     title = excluded.title, url = excluded.url, attempts = 1,
                     status = CASE WHEN i.status IN ('stored', 'verified') THEN 'pending' ELSE i.status END,
                     updated_at = excluded.updated_at
-                """
+                """, [title, url, now])
         case .responded(let item, let validator, let expected):
-            return """
-                UPDATE mediafetch_items SET etag = \(try connection.literal(validator?.etag)),
-                    last_modified = \(try connection.literal(validator?.lastModified)),
-                    expected_bytes = \(number(expected)), status = 'partial', updated_at = \(now)
-                WHERE \(try key(item)) AND status <> 'stored'
+            return keyed(
+                "responded", item,
                 """
+                UPDATE mediafetch_items SET etag = $5, last_modified = $6, expected_bytes = $7, status = 'partial',
+                    updated_at = $8
+                WHERE \(key) AND status <> 'stored'
+                """, [validator?.etag, validator?.lastModified, expected.map(String.init), now])
         case .verified(let item, let size, let sha256):
-            return """
-                UPDATE mediafetch_items SET status = 'verified', location = NULL, received_bytes = \(size),
-                    expected_bytes = \(size), sha256 = \(try connection.literal(sha256)), reason = NULL,
-                    updated_at = \(now) WHERE \(try key(item))
+            return keyed(
+                "verified", item,
                 """
+                UPDATE mediafetch_items SET status = 'verified', location = NULL, received_bytes = $5,
+                    expected_bytes = $5, sha256 = $6, reason = NULL, updated_at = $7
+                WHERE \(key)
+                """, [String(size), sha256, now])
         case .stored(let item, let record):
-            return """
-                UPDATE mediafetch_items SET status = 'stored', location = \(try connection.literal(record.location)),
-                    received_bytes = \(record.size), expected_bytes = \(record.size),
-                    sha256 = \(try connection.literal(record.sha256)), reason = NULL, updated_at = \(now),
-                    claimed_by = NULL, lease_until = NULL
-                WHERE \(try key(item))
+            return keyed(
+                "stored", item,
                 """
+                UPDATE mediafetch_items SET status = 'stored', location = $5, received_bytes = $6, expected_bytes = $6,
+                    sha256 = $7, reason = NULL, updated_at = $8, claimed_by = NULL, lease_until = NULL
+                WHERE \(key)
+                """, [record.location, String(record.size), record.sha256, now])
         case .failed(let item, let reason, let received):
-            return """
-                UPDATE mediafetch_items SET status = 'failed', reason = \(try connection.literal(reason)),
-                    received_bytes = \(received), updated_at = \(now), claimed_by = NULL, lease_until = NULL
-                WHERE \(try key(item)) AND status <> 'stored' AND \(try mine())
+            return keyed(
+                "failed", item,
                 """
-        case .retrying(let item):
-            return "UPDATE mediafetch_items SET attempts = attempts + 1, updated_at = \(now) WHERE \(try key(item))"
-        case .runKey(let scope, let name, let value):
-            return """
-                INSERT INTO mediafetch_run_keys (run, scope, key, value)
-                VALUES (\(try connection.literal(run)), \(try connection.literal(scope)), \(try connection.literal(name)),
-                    \(try connection.literal(value)))
-                ON CONFLICT (run, scope, key) DO UPDATE SET value = excluded.value
-                """
-        case .paused(let item, let received):
-            return """
-                UPDATE mediafetch_items SET status = 'partial', received_bytes = \(received), updated_at = \(now),
+                UPDATE mediafetch_items SET status = 'failed', reason = $5, received_bytes = $6, updated_at = $7,
                     claimed_by = NULL, lease_until = NULL
-                WHERE \(try key(item)) AND status <> 'stored' AND status <> 'verified' AND \(try mine())
+                WHERE \(key) AND status <> 'stored' AND \(mine(8))
+                """, [reason, String(received), now, worker])
+        case .retrying(let item):
+            return keyed(
+                "retrying", item,
+                "UPDATE mediafetch_items SET attempts = attempts + 1, updated_at = $5 WHERE \(key)", [now])
+        case .runKey(let scope, let name, let value):
+            return PGConnection.Statement(
+                name: "mediafetch_run_key",
+                sql: """
+                    INSERT INTO mediafetch_run_keys (run, scope, key, value) VALUES ($1, $2, $3, $4)
+                    ON CONFLICT (run, scope, key) DO UPDATE SET value = excluded.value
+                    """,
+                parameters: [.text(run), .text(scope), .text(name), .text(value)])
+        case .paused(let item, let received):
+            return keyed(
+                "paused", item,
                 """
+                UPDATE mediafetch_items SET status = 'partial', received_bytes = $5, updated_at = $6,
+                    claimed_by = NULL, lease_until = NULL
+                WHERE \(key) AND status <> 'stored' AND status <> 'verified' AND \(mine(7))
+                """, [String(received), now, worker])
         }
     }
 }

@@ -206,6 +206,11 @@ extension Pipeline {
         try await withThrowingTaskGroup(of: Bool.self) { group in
             var running = 0
             var polling = false
+            // The last claim got less than it asked for: nothing more is open now, so the next claim waits for the
+            // poll (or for this worker to run dry) instead of going with every download that finishes (at the end
+            // of a run that was a round trip per download).
+            var short = false
+            var claimedEver = false
             defer { group.cancelAll() }
             while true {
                 try Task.checkCancellation()
@@ -213,9 +218,11 @@ extension Pipeline {
                 var claimedAny = false
                 // Claims go in batches: a claim per finished download would cost a round trip each.
                 let batch = min(64, max(1, limit / 4))
-                if limit - running >= batch || running == 0 {
+                if (limit - running >= batch && !short) || running == 0 {
                     let room = min(limit - running, 64)
                     let claimed = try await retry { try ledger.claim(limit: room) }
+                    short = claimed.count < room
+                    claimedEver = claimedEver || !claimed.isEmpty
                     for asset in claimed {
                         running += 1
                         let job = Job(
@@ -235,13 +242,21 @@ extension Pipeline {
                 if claimedAny && limit - running >= batch { continue }
                 if !polling {
                     polling = true
+                    // Until the first claim the planner is writing its first items: look again soon, so the first
+                    // downloads start within milliseconds of them.
+                    let interval = claimedEver ? shared.pollInterval : min(shared.pollInterval, .milliseconds(5))
                     group.addTask {
-                        try? await Task.sleep(for: shared.pollInterval)
+                        try? await Task.sleep(for: interval)
                         return false
                     }
                 }
                 if let finished = try await group.next() {
-                    if finished { running -= 1 } else { polling = false }
+                    if finished {
+                        running -= 1
+                    } else {
+                        polling = false
+                        short = false
+                    }
                 }
             }
             while let finished = try await group.next() { if finished { running -= 1 } }
