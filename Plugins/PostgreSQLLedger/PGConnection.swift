@@ -156,6 +156,14 @@ final class PGConnection: @unchecked Sendable {
         _ = try check(PQexec(handle, sql), sql: sql)
     }
 
+    /// `values` as the text of a PostgreSQL array (`{"a","b"}`), for a `text[]` parameter: each element quoted,
+    /// its backslashes and double quotes escaped.
+    static func arrayLiteral(_ values: [String]) -> String {
+        "{" + values.map { value in
+            "\"" + value.replacingOccurrences(of: "\\", with: "\\\\").replacingOccurrences(of: "\"", with: "\\\"") + "\""
+        }.joined(separator: ",") + "}"
+    }
+
     /// `text` as a SQL string literal, quoted by libpq for this connection's encoding.
     func literal(_ text: String?) throws -> String {
         guard let text else { return "NULL" }
