@@ -156,13 +156,18 @@ final class PGConnection: @unchecked Sendable {
         _ = try check(PQexec(handle, sql), sql: sql)
     }
 
-    /// `values` as the text of a PostgreSQL array (`{"a","b"}`), for a `text[]` parameter: each element quoted,
-    /// its backslashes and double quotes escaped.
-    static func arrayLiteral(_ values: [String]) -> String {
+    /// `values` as the text of a PostgreSQL array (`{"a",NULL}`), for a `text[]` (or `bigint[]`) parameter: each
+    /// element quoted, its backslashes and double quotes escaped; nil is NULL.
+    static func arrayLiteral(_ values: [String?]) -> String {
         "{" + values.map { value in
-            "\"" + value.replacingOccurrences(of: "\\", with: "\\\\").replacingOccurrences(of: "\"", with: "\\\"") + "\""
+            guard let value else { return "NULL" }
+            return "\"" + value.replacingOccurrences(of: "\\", with: "\\\\").replacingOccurrences(of: "\"", with: "\\\"")
+                + "\""
         }.joined(separator: ",") + "}"
     }
+
+    /// ``arrayLiteral(_:)`` as a parameter.
+    static func array(_ values: [String?]) -> Value { .text(arrayLiteral(values)) }
 
     /// `text` as a SQL string literal, quoted by libpq for this connection's encoding.
     func literal(_ text: String?) throws -> String {

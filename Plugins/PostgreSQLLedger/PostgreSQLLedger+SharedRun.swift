@@ -108,42 +108,54 @@ extension PostgreSQLLedger: SharedRunLedger {
         guard !assets.isEmpty else { return }
         let encoder = JSONEncoder()
         encoder.dateEncodingStrategy = .iso8601
-        let now = Date().timeIntervalSince1970
-        try withConnection { connection in
-            var sql = "BEGIN;\nINSERT INTO mediafetch_items AS i (run, source, item_id, asset, title, url, status, "
-            sql += "updated_at, seq, item, plan_path) VALUES\n"
-            var rows: [String] = []
-            for asset in assets {
-                let json = String(decoding: try encoder.encode(asset.item), as: UTF8.self)
-                rows.append(
-                    "(\(try connection.literal(run)), \(try connection.literal(asset.key.source)), "
-                        + "\(try connection.literal(asset.key.itemID)), \(try connection.literal(asset.key.asset.rawValue)), "
-                        + "\(try connection.literal(asset.item.title)), \(try connection.literal(asset.url.absoluteString)), "
-                        + "'pending', \(now), \(asset.sequence), \(try connection.literal(json)), "
-                        + "\(try connection.literal(asset.plan.relativePath)))")
-            }
-            sql += rows.joined(separator: ",\n")
-            // A row already there keeps its status (stored stays stored), and takes this round's name and place.
-            sql += """
-
-                ON CONFLICT (run, source, item_id, asset) DO UPDATE SET seq = excluded.seq, item = excluded.item,
-                    plan_path = excluded.plan_path, url = excluded.url, title = excluded.title;
-                \(try refetch(assets, connection))
-                UPDATE mediafetch_runs SET planned_items = GREATEST(planned_items, \(assets.map(\.sequence).max() ?? 0) + 1),
-                    updated_at = now() WHERE run = \(try connection.literal(run));
-                COMMIT;
-                """
-            try connection.execute(sql)
+        let items = try assets.map { String(decoding: try encoder.encode($0.item), as: UTF8.self) }
+        func keys(_ assets: [PlannedAsset]) -> [PGConnection.Value] {
+            [
+                PGConnection.array(assets.map(\.key.source)), PGConnection.array(assets.map(\.key.itemID)),
+                PGConnection.array(assets.map(\.key.asset.rawValue)),
+            ]
         }
-    }
-
-    /// An asset planned with a stored entry is one the sink no longer holds (the planner asked it): pending again.
-    private func refetch(_ assets: [PlannedAsset], _ connection: PGConnection) throws -> String {
-        try assets.filter { $0.entry?.status == .stored }.map {
-            "UPDATE mediafetch_items SET status = 'pending', location = NULL WHERE run = \(try connection.literal(run)) "
-                + "AND source = \(try connection.literal($0.key.source)) AND item_id = \(try connection.literal($0.key.itemID)) "
-                + "AND asset = \(try connection.literal($0.key.asset.rawValue));"
-        }.joined(separator: "\n")
+        // One transaction in one round trip, the values as arrays (a text of 256 rows of literals took the server
+        // longer to parse than to run).
+        var statements = [
+            PGConnection.Statement(
+                name: "mediafetch_planned",
+                sql: """
+                    INSERT INTO mediafetch_items AS i (run, source, item_id, asset, title, url, status, updated_at, seq,
+                        item, plan_path)
+                    SELECT $1, k.source, k.item_id, k.asset, k.title, k.url, 'pending', $2, k.seq, k.item, k.plan_path
+                    FROM unnest($3::text[], $4::text[], $5::text[], $6::text[], $7::text[], $8::bigint[], $9::text[],
+                        $10::text[]) AS k(source, item_id, asset, title, url, seq, item, plan_path)
+                    ON CONFLICT (run, source, item_id, asset) DO UPDATE SET seq = excluded.seq, item = excluded.item,
+                        plan_path = excluded.plan_path, url = excluded.url, title = excluded.title
+                    """,
+                // A row already there keeps its status (stored stays stored), and takes this round's name and place.
+                parameters: [.text(run), .text(String(Date().timeIntervalSince1970))] + keys(assets) + [
+                    PGConnection.array(assets.map(\.item.title)), PGConnection.array(assets.map(\.url.absoluteString)),
+                    PGConnection.array(assets.map { String($0.sequence) }), PGConnection.array(items),
+                    PGConnection.array(assets.map(\.plan.relativePath)),
+                ])
+        ]
+        // An asset planned with a stored entry is one the sink no longer holds (the planner asked it): pending again.
+        let refetch = assets.filter { $0.entry?.status == .stored }
+        if !refetch.isEmpty {
+            statements.append(
+                PGConnection.Statement(
+                    name: "mediafetch_refetch",
+                    sql: """
+                        UPDATE mediafetch_items i SET status = 'pending', location = NULL
+                        FROM unnest($2::text[], $3::text[], $4::text[]) AS k(source, item_id, asset)
+                        WHERE i.run = $1 AND i.source = k.source AND i.item_id = k.item_id AND i.asset = k.asset
+                        """, parameters: [.text(run)] + keys(refetch)))
+        }
+        statements.append(
+            PGConnection.Statement(
+                name: "mediafetch_planned_items",
+                sql: """
+                    UPDATE mediafetch_runs SET planned_items = GREATEST(planned_items, $2::bigint + 1), updated_at = now()
+                    WHERE run = $1
+                    """, parameters: [.text(run), .text(String(assets.map(\.sequence).max() ?? 0))]))
+        try withConnection { try $0.pipeline(statements) }
     }
 
     public func finishPlanning(sourceError: String?) throws {

@@ -232,16 +232,12 @@ public final class PostgreSQLLedger: Sendable {
         do {
             let now = String(Date().timeIntervalSince1970)
             let merged = Self.wholeDownloads(writes)
-            var written: Set<LedgerKey> = []
             var statements: [PGConnection.Statement] = []
-            statements.reserveCapacity(writes.count)
+            // The whole downloads, each key's only writes in the batch, go as one statement: rows do not depend on
+            // each other, so they may go ahead of the rest.
+            if !merged.isEmpty { statements.append(statement(merged, now: now)) }
             for write in writes {
-                if let key = write.key, let download = merged[key] {
-                    // A key's whole download is one statement, at its first write (rows do not depend on each
-                    // other).
-                    if written.insert(key).inserted { statements.append(statement(download, key, now: now)) }
-                    continue
-                }
+                if let key = write.key, merged[key] != nil { continue }
                 statements.append(statement(write, now: now))
             }
             try withConnection { try $0.pipeline(statements) }
@@ -286,15 +282,23 @@ public final class PostgreSQLLedger: Sendable {
         return whole
     }
 
-    /// The one statement of a whole download: the row as begin, responded and stored leave it.
-    private func statement(_ download: WholeDownload, _ item: LedgerKey, now: String) -> PGConnection.Statement {
-        let record = download.record
+    /// The one statement of every whole download in a batch: each row as begin, responded and stored leave it,
+    /// the values sent as arrays.
+    private func statement(_ downloads: [LedgerKey: WholeDownload], now: String) -> PGConnection.Statement {
+        let list = Array(downloads)
+        func column(_ value: (LedgerKey, WholeDownload) -> String?) -> PGConnection.Value {
+            PGConnection.array(list.map { value($0.key, $0.value) })
+        }
         return PGConnection.Statement(
             name: "mediafetch_whole",
             sql: """
                 INSERT INTO mediafetch_items AS i (run, source, item_id, asset, title, url, etag, last_modified,
                     expected_bytes, received_bytes, sha256, status, attempts, location, updated_at)
-                VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $9, $10, 'stored', 1, $11, $12)
+                SELECT $1, k.source, k.item_id, k.asset, k.title, k.url, k.etag, k.last_modified, k.size, k.size,
+                    k.sha256, 'stored', 1, k.location, $2
+                FROM unnest($3::text[], $4::text[], $5::text[], $6::text[], $7::text[], $8::text[], $9::text[],
+                    $10::bigint[], $11::text[], $12::text[])
+                    AS k(source, item_id, asset, title, url, etag, last_modified, size, sha256, location)
                 ON CONFLICT (run, source, item_id, asset) DO UPDATE SET
                     title = excluded.title, url = excluded.url, etag = excluded.etag,
                     last_modified = excluded.last_modified, expected_bytes = excluded.expected_bytes,
@@ -303,9 +307,10 @@ public final class PostgreSQLLedger: Sendable {
                     claimed_by = NULL, lease_until = NULL
                 """,
             parameters: [
-                .text(run), .text(item.source), .text(item.itemID), .text(item.asset.rawValue), .text(download.title),
-                .text(download.url), .text(download.validator?.etag), .text(download.validator?.lastModified),
-                .text(String(record.size)), .text(record.sha256), .text(record.location), .text(now),
+                .text(run), .text(now), column { key, _ in key.source }, column { key, _ in key.itemID },
+                column { key, _ in key.asset.rawValue }, column { $1.title }, column { $1.url },
+                column { $1.validator?.etag }, column { $1.validator?.lastModified },
+                column { String($1.record.size) }, column { $1.record.sha256 }, column { $1.record.location },
             ])
     }
 

@@ -85,4 +85,40 @@ struct BatchTests {
             }
         }
     }
+
+    /// The planner's batch goes as arrays: every value comes back from a claim as written, and an asset planned with
+    /// a stored entry (the sink lost its file) is pending again.
+    @Test func plannedAssetsComeBackFromAClaimAsWritten() async throws {
+        try await PostgreSQLServer.with { server in
+            let uri = server.uri
+            try await PostgreSQLServer.offThePool {
+                let ledger = try PostgreSQLLedger(uri: uri, run: "planned", worker: "w1")
+                try ledger.join()
+                let lost = Self.key("lost \"one\"")
+                ledger.begin(lost, title: "t", url: Self.url)
+                ledger.stored(lost, StoredRecord(location: "gone.m4a", size: 1, sha256: nil))
+                try ledger.flush()
+                let stored = try #require(try ledger.entry(lost))
+                let ids = ["a,{b}", "back\\slash", "lost \"one\""]
+                let assets = ids.enumerated().map { place, id in
+                    let item = MediaItem(id: id, title: "Title \(place) \"quoted\"", artist: "Ärtist")
+                    return PlannedAsset(
+                        key: Self.key(id), item: item,
+                        plan: StoragePlan(item: item.ref, asset: .preview, relativePath: "dir/\(id).m4a"),
+                        url: URL(string: "http://127.0.0.1/\(place)?q=1")!, sequence: Int64(place),
+                        entry: id == lost.itemID ? stored : nil)
+                }
+                try ledger.addPlanned(assets)
+                let claimed = try ledger.claim(limit: 10)
+                #expect(claimed.map(\.key.itemID) == ids)
+                #expect(claimed.map(\.sequence) == [0, 1, 2])
+                #expect(claimed.map(\.plan.relativePath) == ids.map { "dir/\($0).m4a" })
+                #expect(claimed.map(\.item.title) == assets.map(\.item.title))
+                #expect(claimed.map(\.item.artist) == ["Ärtist", "Ärtist", "Ärtist"])
+                #expect(claimed.map(\.url) == assets.map(\.url))
+                #expect(claimed.last?.entry?.status == .pending, "a stored asset planned again is not pending")
+                #expect(claimed.last?.entry?.location == nil)
+            }
+        }
+    }
 }

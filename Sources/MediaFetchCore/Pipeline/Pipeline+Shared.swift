@@ -101,6 +101,8 @@ extension Pipeline {
             try Task.checkCancellation()
             if try await retry({ try ledger.progress().planned }) { return }
             if try await retry({ try ledger.tryToPlan() }) {
+                run.planningHere.withLock { $0 = true }
+                defer { run.planningHere.withLock { $0 = false } }
                 do {
                     let sourceError = try await plan(into: ledger, run)
                     try await retry { try ledger.finishPlanning(sourceError: sourceError) }
@@ -218,7 +220,9 @@ extension Pipeline {
                 var claimedAny = false
                 // Claims go in batches: a claim per finished download would cost a round trip each.
                 let batch = min(64, max(1, limit / 4))
-                if (limit - running >= batch && !short) || running == 0 {
+                // While this worker plans, a short claim says only that it has not written more yet: claim again
+                // as downloads finish, as the planner writes.
+                if (limit - running >= batch && (!short || run.planningHere.withLock { $0 })) || running == 0 {
                     let room = min(limit - running, 64)
                     let claimed = try await retry { try ledger.claim(limit: room) }
                     short = claimed.count < room
@@ -259,6 +263,8 @@ extension Pipeline {
                     }
                 }
             }
+            // Nothing running but the poll: it need not be waited out.
+            if running == 0 { group.cancelAll() }
             while let finished = try await group.next() { if finished { running -= 1 } }
         }
     }
