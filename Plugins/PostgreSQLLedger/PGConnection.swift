@@ -159,11 +159,25 @@ final class PGConnection: @unchecked Sendable {
     /// `values` as the text of a PostgreSQL array (`{"a",NULL}`), for a `text[]` (or `bigint[]`) parameter: each
     /// element quoted, its backslashes and double quotes escaped; nil is NULL.
     static func arrayLiteral(_ values: [String?]) -> String {
-        "{" + values.map { value in
-            guard let value else { return "NULL" }
-            return "\"" + value.replacingOccurrences(of: "\\", with: "\\\\").replacingOccurrences(of: "\"", with: "\\\"")
-                + "\""
-        }.joined(separator: ",") + "}"
+        // Byte by byte: Foundation's replacingOccurrences twice per element cost more than the rest of a batch.
+        let quote = UInt8(ascii: "\""), backslash = UInt8(ascii: "\\")
+        var text: [UInt8] = [UInt8(ascii: "{")]
+        text.reserveCapacity(values.reduce(2) { $0 + ($1?.utf8.count ?? 4) + 3 })
+        for (index, value) in values.enumerated() {
+            if index > 0 { text.append(UInt8(ascii: ",")) }
+            guard let value else {
+                text.append(contentsOf: "NULL".utf8)
+                continue
+            }
+            text.append(quote)
+            for byte in value.utf8 {
+                if byte == quote || byte == backslash { text.append(backslash) }
+                text.append(byte)
+            }
+            text.append(quote)
+        }
+        text.append(UInt8(ascii: "}"))
+        return String(decoding: text, as: UTF8.self)
     }
 
     /// ``arrayLiteral(_:)`` as a parameter.
