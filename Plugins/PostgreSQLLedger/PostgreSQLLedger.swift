@@ -5,9 +5,11 @@ import Synchronization
 /// The ledger in PostgreSQL (`ledger: postgresql://USER@HOST:PORT/DB` in a config, any libpq URI): what SQLite's
 /// ``Ledger`` records, in tables every machine that reaches the server shares, each row under the run's `name:`.
 ///
-/// Writes are queued, as in SQLite, and a batch goes to the server as one text of statements in one transaction (one
-/// round trip). A batch the server did not take (it restarted, the network dropped) stays queued and goes with the
-/// next flush, on a new connection. The schema is versioned in `mediafetch_schema` and migrated by the first
+/// Writes are queued, as in SQLite, and a batch goes to the server as one transaction in one round trip: libpq's
+/// pipeline mode, each kind of statement prepared once per connection, a batch's whole downloads one statement over
+/// arrays. A due batch (``flushIfDue()``) is committed on the ledger's own thread, so that the caller, a thread of
+/// Swift's task pool, never waits on the network; ``flush()`` commits on the caller's. A batch the server did not
+/// take (it restarted, the network dropped) stays queued and goes with the next flush, on a new connection. The schema is versioned in `mediafetch_schema` and migrated by the first
 /// connection of a newer build, under an advisory lock so that workers starting together migrate once.
 ///
 /// For several workers of one run it is also a ``SharedRunLedger``: see `PostgreSQLLedger+SharedRun.swift`.
@@ -63,6 +65,9 @@ public final class PostgreSQLLedger: Sendable {
     /// When each claim this worker holds was last known live on the server (taken before the statement that set
     /// its lease was sent): a store within the lease of it needs no round trip to confirm the claim.
     let claimedAt = Mutex<[LedgerKey: ContinuousClock.Instant]>([:])
+    /// The thread due batches are committed on (``flushIfDue()``), one at a time.
+    private let committer = DispatchQueue(label: "mediafetch.postgresql-ledger.commits")
+    private let background = Mutex(Background())
     /// Held from taking a batch to its commit, so that batches reach the server in the order they were queued.
     private let commitGate = Mutex(())
     /// The connection, made again after it broke; held while a batch is written or the ledger read.
@@ -512,8 +517,40 @@ extension PostgreSQLLedger: RunLedger {
                 && (queue.pending.count >= batchSize || ContinuousClock.now - queue.lastFlush >= batchAge)
         }
         guard due else { return }
-        // Another thread committing takes what is queued with its batch or the next one.
-        try commitGate.withLockIfAvailable { _ in try commit(holdingBack: true) }
+        // What the last commit in the background met (a server away) is said here, once.
+        if let failure = background.withLock({ state -> LedgerError? in
+            defer { state.failure = nil }
+            return state.failure
+        }) {
+            throw failure
+        }
+        let start = background.withLock { state -> Bool in
+            defer { state.scheduled = true }
+            return !state.scheduled
+        }
+        guard start else { return }
+        // The round trip happens on the ledger's own thread, not on the caller's (a thread of Swift's task pool,
+        // of which there is one a core): the caller goes on at once.
+        committer.async {
+            self.background.withLock { $0.scheduled = false }
+            do {
+                try self.commitGate.withLock { _ in try self.commit(holdingBack: true) }
+            } catch {
+                let failure =
+                    error as? LedgerError
+                    ?? LedgerError("the PostgreSQL ledger \(self.location): \(error)", cause: error)
+                self.background.withLock { $0.failure = failure }
+            }
+        }
+    }
+
+    /// Returns once the commits ``flushIfDue()`` started are done (for tests).
+    func waitForBackgroundCommits() { committer.sync {} }
+
+    /// Whether a commit in the background is waiting to start, and what the last one failed with.
+    private struct Background {
+        var scheduled = false
+        var failure: LedgerError?
     }
 
     public func flush() throws {

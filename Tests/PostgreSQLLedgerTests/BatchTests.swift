@@ -47,10 +47,12 @@ struct BatchTests {
                 ledger.begin(done, title: "t", url: Self.url)
                 ledger.stored(done, StoredRecord(location: "done.m4a", size: 3, sha256: nil))
                 try ledger.flushIfDue()
+                ledger.waitForBackgroundCommits()
                 #expect(try ledger.committedEntry(done)?.status == .stored)
                 #expect(try ledger.committedEntry(running) == nil, "a download under way went with the first batch")
                 // Still under way at the next batch: it goes now (a validator reaches the server within two).
                 try ledger.flushIfDue()
+                ledger.waitForBackgroundCommits()
                 let entry = try ledger.committedEntry(running)
                 #expect(entry?.status == .partial, "held back twice")
                 #expect(entry?.validator?.etag == "\"e\"")
@@ -118,6 +120,29 @@ struct BatchTests {
                 #expect(claimed.map(\.url) == assets.map(\.url))
                 #expect(claimed.last?.entry?.status == .pending, "a stored asset planned again is not pending")
                 #expect(claimed.last?.entry?.location == nil)
+            }
+        }
+    }
+
+    /// A due batch is committed on the ledger's own thread; when the server is away there, the next flushIfDue
+    /// says so, and the writes wait for it.
+    @Test func aDueBatchThatFailsInTheBackgroundIsSaidAndKept() async throws {
+        try await PostgreSQLServer.with { server in
+            let uri = server.uri
+            try await PostgreSQLServer.offThePool {
+                let ledger = try PostgreSQLLedger(uri: uri, run: "background", batchSize: 1, batchAge: .zero)
+                let item = Self.key("kept")
+                try server.stop(mode: .immediate)
+                ledger.begin(item, title: "t", url: Self.url)
+                ledger.stored(item, StoredRecord(location: "kept.m4a", size: 1, sha256: nil))
+                try ledger.flushIfDue()
+                ledger.waitForBackgroundCommits()
+                let error = #expect(throws: LedgerError.self) { try ledger.flushIfDue() }
+                #expect(error?.isUnreachable == true)
+                ledger.waitForBackgroundCommits()
+                try server.start()
+                try ledger.flush()
+                #expect(try ledger.committedEntry(item)?.status == .stored)
             }
         }
     }
