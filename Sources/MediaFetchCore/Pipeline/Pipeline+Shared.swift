@@ -139,7 +139,7 @@ extension Pipeline {
                 return pending
             }
             guard !assets.isEmpty else { return }
-            let stored = try ledger.storedEntries(assets.map(\.key))
+            let stored = try await LedgerRetry.offThePool { try ledger.storedEntries(assets.map(\.key)) }
             var planned: [PlannedAsset] = []
             for var asset in assets {
                 if let entry = stored[asset.key], let record = entry.storedRecord {
@@ -151,7 +151,8 @@ extension Pipeline {
                 }
                 planned.append(asset)
             }
-            try ledger.addPlanned(planned)
+            let toPlan = planned
+            try await LedgerRetry.offThePool { try ledger.addPlanned(toPlan) }
             sent.withLock { $0 += assets.count }
         }
         do {
@@ -224,7 +225,7 @@ extension Pipeline {
                 // as downloads finish, as the planner writes.
                 if (limit - running >= batch && (!short || run.planningHere.withLock { $0 })) || running == 0 {
                     let room = min(limit - running, 64)
-                    let claimed = try await retry { try ledger.claim(limit: room) }
+                    let claimed = try await retry(offThePool: true) { try ledger.claim(limit: room) }
                     short = claimed.count < room
                     claimedEver = claimedEver || !claimed.isEmpty
                     for asset in claimed {
@@ -239,7 +240,7 @@ extension Pipeline {
                     }
                     claimedAny = !claimed.isEmpty
                     if !claimedAny && running == 0 {
-                        let progress = try await retry { try ledger.progress() }
+                        let progress = try await retry(offThePool: true) { try ledger.progress() }
                         if progress.planned && progress.open == 0 { break }
                     }
                 }
@@ -277,13 +278,17 @@ struct LedgerRetry: Sendable {
     let patience: Duration
     let run: RunState
 
-    func callAsFunction<T: Sendable>(_ body: @escaping @Sendable () throws -> T) async throws -> T {
+    /// - Parameter offThePool: run `body` on a thread of the ledger calls' own, so that its round trip does not
+    ///   hold one of the task pool's threads (one a core); for the calls a worker makes often (claims).
+    func callAsFunction<T: Sendable>(
+        offThePool: Bool = false, _ body: @escaping @Sendable () throws -> T
+    ) async throws -> T {
         let started = ContinuousClock.now
         var wait = Duration.milliseconds(250)
         var told = false
         while true {
             do {
-                let value = try body()
+                let value = offThePool ? try await Self.offThePool(body) : try body()
                 if told { run.report(.notice("the ledger \(ledger.location) answers again; going on")) }
                 return value
             } catch let error as LedgerError where error.isUnreachable {
@@ -302,6 +307,16 @@ struct LedgerRetry: Sendable {
                 try await Task.sleep(for: wait)
                 wait = min(wait * 2, .seconds(4))
             }
+        }
+    }
+
+    /// The threads a shared run's ledger calls go on when they are kept off the task pool.
+    private static let ledgerThreads = DispatchQueue(label: "mediafetch.shared-ledger", attributes: .concurrent)
+
+    /// Runs `body`, a blocking ledger call, on ``ledgerThreads`` and waits for it without holding a thread.
+    static func offThePool<T: Sendable>(_ body: @escaping @Sendable () throws -> T) async throws -> T {
+        try await withCheckedThrowingContinuation { continuation in
+            ledgerThreads.async { continuation.resume(with: Result { try body() }) }
         }
     }
 }
