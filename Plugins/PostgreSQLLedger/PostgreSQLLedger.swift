@@ -88,8 +88,11 @@ public final class PostgreSQLLedger: Sendable {
     ///   redacted.
     ///   - worker: this worker's id in a shared run; nil for host:pid.
     ///   - lease: how long a claim lasts without a heartbeat.
+    ///   - batchSize: queued writes that make a batch due (or `batchAge` since the last): four times SQLite's, since
+    ///     a batch is a round trip and a download that spans two batches costs three statements instead of one.
+    ///   - batchAge: how old a batch may grow before it is due.
     public init(
-        uri: String, run: String, worker: String? = nil, lease: Duration = .seconds(15), batchSize: Int = 256,
+        uri: String, run: String, worker: String? = nil, lease: Duration = .seconds(15), batchSize: Int = 1024,
         batchAge: Duration = .milliseconds(250)
     ) throws {
         self.uri = uri
