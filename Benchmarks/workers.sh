@@ -12,7 +12,7 @@
 #
 # Environment: N (files, default 2000), RUNS (default 3), RATE (nginx limit_rate per connection, default 4m),
 # CONCURRENCY (transfers per worker when throttled, default 4), FAST_CONCURRENCY (unthrottled, default 16), WORKERS
-# (default "1 2 4"), CACHE (the generated tree, default .build/bench-cache), MEDIAFETCH (a prebuilt binary).
+# (default "1 2 4"; none: only the ledger comparison), CACHE (the generated tree, default .build/bench-cache), MEDIAFETCH (a prebuilt binary).
 # A throwaway PostgreSQL 15 cluster (Debian's postgresql) runs on a free loopback port for the script's length.
 set -euo pipefail
 
@@ -22,6 +22,8 @@ RATE=${RATE:-4m}
 CONCURRENCY=${CONCURRENCY:-4}
 FAST_CONCURRENCY=${FAST_CONCURRENCY:-16}
 WORKERS=${WORKERS:-"1 2 4"}
+# WORKERS=none: no throttled rounds, only the ledger comparison.
+[[ $WORKERS == none ]] && WORKERS=""
 BIG_MIB=${BIG_MIB:-1}
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 CACHE=${CACHE:-$ROOT/.build/bench-cache}

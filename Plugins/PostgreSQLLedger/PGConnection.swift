@@ -33,8 +33,13 @@ final class PGConnection: @unchecked Sendable {
 
     deinit { PQfinish(handle) }
 
-    /// Whether the connection is still up (as libpq last saw it).
-    var isOK: Bool { PQstatus(handle) == CONNECTION_OK }
+    /// Whether the connection is still up (as libpq last saw it), and not left in a state it cannot go on from.
+    var isOK: Bool { !broken && PQstatus(handle) == CONNECTION_OK }
+    /// Set when a pipeline ended where libpq's state is not known: the owner connects again.
+    private var broken = false
+    /// The statements prepared on this connection (``pipeline(_:)``), by name: a prepared statement lives as long
+    /// as its session, so a new connection prepares them again.
+    private var prepared: Set<String> = []
 
     /// The password a URI or connection string carries, for scrubbing messages; nil without one.
     static func password(in uri: String) -> String? {
@@ -76,20 +81,73 @@ final class PGConnection: @unchecked Sendable {
     /// - Returns: the rows, each column's text (or bytes) or nil for NULL.
     @discardableResult
     func query(_ sql: String, _ parameters: [Value] = [], binary: Bool = false) throws -> PGRows {
-        let buffers: [Data?] = parameters.map {
-            switch $0 {
-            case .text(let text): text.map { Data($0.utf8) + Data([0]) }
-            case .bytes(let data): data
-            }
-        }
-        let formats: [Int32] = parameters.map {
-            if case .bytes = $0 { 1 } else { 0 }
-        }
-        let lengths: [Int32] = buffers.map { Int32($0?.count ?? 0) }
-        let result = Self.withPointers(buffers) { pointers in
-            PQexecParams(handle, sql, Int32(parameters.count), nil, pointers, lengths, formats, binary ? 1 : 0)
+        let result = Self.withParameters(parameters) { values, lengths, formats in
+            PQexecParams(handle, sql, Int32(parameters.count), nil, values, lengths, formats, binary ? 1 : 0)
         }
         return try check(result, sql: sql)
+    }
+
+    /// A statement of a ``pipeline(_:)``: its text is prepared once per connection under `name`, so every
+    /// statement of one name must have the same text.
+    struct Statement {
+        var name: String
+        var sql: String
+        var parameters: [Value]
+    }
+
+    /// Runs `statements` in order as one transaction, all or none, in one round trip: libpq's pipeline mode, the
+    /// statements prepared (parsed and planned once per connection) and sent without waiting for each answer, one
+    /// sync at the end. The server runs what comes before a sync as one implicit transaction: a statement that fails
+    /// rolls back those before it and skips those after.
+    /// - Throws: ``PGError`` of the first statement that failed, or of the lost connection.
+    func pipeline(_ statements: [Statement]) throws {
+        guard !statements.isEmpty else { return }
+        for statement in statements where !prepared.contains(statement.name) {
+            // Parameter types are left to the server: each is inferred from where it stands.
+            _ = try check(
+                PQprepare(handle, statement.name, statement.sql, Int32(statement.parameters.count), nil),
+                sql: statement.sql)
+            prepared.insert(statement.name)
+        }
+        guard PQenterPipelineMode(handle) == 1 else { throw lost("libpq could not enter pipeline mode") }
+        for statement in statements {
+            let sent = Self.withParameters(statement.parameters) { values, lengths, formats in
+                PQsendQueryPrepared(
+                    handle, statement.name, Int32(statement.parameters.count), values, lengths, formats, 0)
+            }
+            guard sent == 1 else { throw lost() }
+        }
+        guard PQpipelineSync(handle) == 1 else { throw lost() }
+        var failure: PGError?
+        for statement in statements {
+            // Each statement's answer is one result and then a null; a statement after a failure is answered
+            // PIPELINE_ABORTED.
+            guard let result = PQgetResult(handle) else { throw lost() }
+            let status = PQresultStatus(result)
+            if failure == nil, status != PGRES_COMMAND_OK, status != PGRES_TUPLES_OK,
+                status != PGRES_PIPELINE_ABORTED
+            {
+                failure = error(result, status: status)
+            }
+            PQclear(result)
+            if failure?.connectionLost == true { throw lost(failure?.message) }
+            guard PQgetResult(handle) == nil else { throw lost("unexpected answer to \(statement.name)") }
+        }
+        guard let sync = PQgetResult(handle) else { throw lost() }
+        let synced = PQresultStatus(sync) == PGRES_PIPELINE_SYNC
+        PQclear(sync)
+        guard synced, PQexitPipelineMode(handle) == 1 else { throw lost() }
+        if let failure { throw failure }
+    }
+
+    /// The connection is in a state this side cannot go on from (it broke mid-pipeline): marks it so that its
+    /// owner connects again, and says why.
+    private func lost(_ message: String? = nil) -> PGError {
+        broken = true
+        let said = message ?? scrub(String(cString: PQerrorMessage(handle)))
+        return PGError(
+            said.isEmpty ? "the connection broke" : said.trimmingCharacters(in: .whitespacesAndNewlines),
+            connectionLost: true)
     }
 
     /// Runs several statements given as one text (no parameters: values are quoted with ``literal(_:)``), in one
@@ -97,6 +155,33 @@ final class PGConnection: @unchecked Sendable {
     func execute(_ sql: String) throws {
         _ = try check(PQexec(handle, sql), sql: sql)
     }
+
+    /// `values` as the text of a PostgreSQL array (`{"a",NULL}`), for a `text[]` (or `bigint[]`) parameter: each
+    /// element quoted, its backslashes and double quotes escaped; nil is NULL.
+    static func arrayLiteral(_ values: [String?]) -> String {
+        // Byte by byte: Foundation's replacingOccurrences twice per element cost more than the rest of a batch.
+        let quote = UInt8(ascii: "\""), backslash = UInt8(ascii: "\\")
+        var text: [UInt8] = [UInt8(ascii: "{")]
+        text.reserveCapacity(values.reduce(2) { $0 + ($1?.utf8.count ?? 4) + 3 })
+        for (index, value) in values.enumerated() {
+            if index > 0 { text.append(UInt8(ascii: ",")) }
+            guard let value else {
+                text.append(contentsOf: "NULL".utf8)
+                continue
+            }
+            text.append(quote)
+            for byte in value.utf8 {
+                if byte == quote || byte == backslash { text.append(backslash) }
+                text.append(byte)
+            }
+            text.append(quote)
+        }
+        text.append(UInt8(ascii: "}"))
+        return String(decoding: text, as: UTF8.self)
+    }
+
+    /// ``arrayLiteral(_:)`` as a parameter.
+    static func array(_ values: [String?]) -> Value { .text(arrayLiteral(values)) }
 
     /// `text` as a SQL string literal, quoted by libpq for this connection's encoding.
     func literal(_ text: String?) throws -> String {
@@ -116,17 +201,12 @@ final class PGConnection: @unchecked Sendable {
         defer { PQclear(result) }
         let status = PQresultStatus(result)
         guard status == PGRES_COMMAND_OK || status == PGRES_TUPLES_OK else {
-            let message = scrub(String(cString: PQresultErrorMessage(result)))
-            let state = PQresultErrorField(result, Int32(UInt8(ascii: "C"))).map { String(cString: $0) }
-            // Class 08 is a connection exception; 57P0x an administrator's shutdown; a fatal error or a lost
-            // connection shows as a bad status too.
-            let lost =
-                PQstatus(handle) != CONNECTION_OK || state?.hasPrefix("08") == true || state?.hasPrefix("57P") == true
-                || status == PGRES_FATAL_ERROR && state == nil
+            let failure = error(result, status: status)
             // Whatever a failed multi-statement text left open is rolled back, so the connection can go on.
-            if !lost, PQtransactionStatus(handle) == PQTRANS_INERROR { PQclear(PQexec(handle, "ROLLBACK")) }
-            throw PGError(
-                message.trimmingCharacters(in: .whitespacesAndNewlines), connectionLost: lost, sqlState: state)
+            if !failure.connectionLost, PQtransactionStatus(handle) == PQTRANS_INERROR {
+                PQclear(PQexec(handle, "ROLLBACK"))
+            }
+            throw failure
         }
         var rows: [[Data?]] = []
         let count = PQntuples(result)
@@ -147,6 +227,18 @@ final class PGConnection: @unchecked Sendable {
         return PGRows(rows: rows)
     }
 
+    /// The error a failed result says, the password scrubbed.
+    private func error(_ result: OpaquePointer, status: ExecStatusType) -> PGError {
+        let message = scrub(String(cString: PQresultErrorMessage(result)))
+        let state = PQresultErrorField(result, Int32(UInt8(ascii: "C"))).map { String(cString: $0) }
+        // Class 08 is a connection exception; 57P0x an administrator's shutdown; a fatal error or a lost
+        // connection shows as a bad status too.
+        let lost =
+            PQstatus(handle) != CONNECTION_OK || state?.hasPrefix("08") == true || state?.hasPrefix("57P") == true
+            || status == PGRES_FATAL_ERROR && state == nil
+        return PGError(message.trimmingCharacters(in: .whitespacesAndNewlines), connectionLost: lost, sqlState: state)
+    }
+
     private func scrub(_ message: String) -> String { Self.scrub(message, secrets) }
 
     private static func scrub(_ message: String, _ secrets: [String]) -> String {
@@ -157,6 +249,23 @@ final class PGConnection: @unchecked Sendable {
         let copies = strings.map { strdup($0) }
         defer { copies.forEach { free($0) } }
         return body(copies.map { UnsafePointer($0) } + [nil])
+    }
+
+    /// `parameters` as libpq takes them: values (nil for NULL), lengths and formats (text 0, bytes 1).
+    private static func withParameters<T>(
+        _ parameters: [Value], _ body: ([UnsafePointer<CChar>?], [Int32], [Int32]) -> T
+    ) -> T {
+        let buffers: [Data?] = parameters.map {
+            switch $0 {
+            case .text(let text): text.map { Data($0.utf8) + Data([0]) }
+            case .bytes(let data): data
+            }
+        }
+        let formats: [Int32] = parameters.map {
+            if case .bytes = $0 { 1 } else { 0 }
+        }
+        let lengths: [Int32] = buffers.map { Int32($0?.count ?? 0) }
+        return withPointers(buffers) { body($0, lengths, formats) }
     }
 
     private static func withPointers<T>(_ buffers: [Data?], _ body: ([UnsafePointer<CChar>?]) -> T) -> T {

@@ -101,6 +101,8 @@ extension Pipeline {
             try Task.checkCancellation()
             if try await retry({ try ledger.progress().planned }) { return }
             if try await retry({ try ledger.tryToPlan() }) {
+                run.planningHere.withLock { $0 = true }
+                defer { run.planningHere.withLock { $0 = false } }
                 do {
                     let sourceError = try await plan(into: ledger, run)
                     try await retry { try ledger.finishPlanning(sourceError: sourceError) }
@@ -137,7 +139,7 @@ extension Pipeline {
                 return pending
             }
             guard !assets.isEmpty else { return }
-            let stored = try ledger.storedEntries(assets.map(\.key))
+            let stored = try await LedgerRetry.offThePool { try ledger.storedEntries(assets.map(\.key)) }
             var planned: [PlannedAsset] = []
             for var asset in assets {
                 if let entry = stored[asset.key], let record = entry.storedRecord {
@@ -149,7 +151,8 @@ extension Pipeline {
                 }
                 planned.append(asset)
             }
-            try ledger.addPlanned(planned)
+            let toPlan = planned
+            try await LedgerRetry.offThePool { try ledger.addPlanned(toPlan) }
             sent.withLock { $0 += assets.count }
         }
         do {
@@ -206,6 +209,11 @@ extension Pipeline {
         try await withThrowingTaskGroup(of: Bool.self) { group in
             var running = 0
             var polling = false
+            // The last claim got less than it asked for: nothing more is open now, so the next claim waits for the
+            // poll (or for this worker to run dry) instead of going with every download that finishes (at the end
+            // of a run that was a round trip per download).
+            var short = false
+            var claimedEver = false
             defer { group.cancelAll() }
             while true {
                 try Task.checkCancellation()
@@ -213,9 +221,13 @@ extension Pipeline {
                 var claimedAny = false
                 // Claims go in batches: a claim per finished download would cost a round trip each.
                 let batch = min(64, max(1, limit / 4))
-                if limit - running >= batch || running == 0 {
+                // While this worker plans, a short claim says only that it has not written more yet: claim again
+                // as downloads finish, as the planner writes.
+                if (limit - running >= batch && (!short || run.planningHere.withLock { $0 })) || running == 0 {
                     let room = min(limit - running, 64)
-                    let claimed = try await retry { try ledger.claim(limit: room) }
+                    let claimed = try await retry(offThePool: true) { try ledger.claim(limit: room) }
+                    short = claimed.count < room
+                    claimedEver = claimedEver || !claimed.isEmpty
                     for asset in claimed {
                         running += 1
                         let job = Job(
@@ -228,22 +240,32 @@ extension Pipeline {
                     }
                     claimedAny = !claimed.isEmpty
                     if !claimedAny && running == 0 {
-                        let progress = try await retry { try ledger.progress() }
+                        let progress = try await retry(offThePool: true) { try ledger.progress() }
                         if progress.planned && progress.open == 0 { break }
                     }
                 }
                 if claimedAny && limit - running >= batch { continue }
                 if !polling {
                     polling = true
+                    // Until the first claim the planner is writing its first items: look again soon, so the first
+                    // downloads start within milliseconds of them.
+                    let interval = claimedEver ? shared.pollInterval : min(shared.pollInterval, .milliseconds(5))
                     group.addTask {
-                        try? await Task.sleep(for: shared.pollInterval)
+                        try? await Task.sleep(for: interval)
                         return false
                     }
                 }
                 if let finished = try await group.next() {
-                    if finished { running -= 1 } else { polling = false }
+                    if finished {
+                        running -= 1
+                    } else {
+                        polling = false
+                        short = false
+                    }
                 }
             }
+            // Nothing running but the poll: it need not be waited out.
+            if running == 0 { group.cancelAll() }
             while let finished = try await group.next() { if finished { running -= 1 } }
         }
     }
@@ -256,13 +278,17 @@ struct LedgerRetry: Sendable {
     let patience: Duration
     let run: RunState
 
-    func callAsFunction<T: Sendable>(_ body: @escaping @Sendable () throws -> T) async throws -> T {
+    /// - Parameter offThePool: run `body` on a thread of the ledger calls' own, so that its round trip does not
+    ///   hold one of the task pool's threads (one a core); for the calls a worker makes often (claims).
+    func callAsFunction<T: Sendable>(
+        offThePool: Bool = false, _ body: @escaping @Sendable () throws -> T
+    ) async throws -> T {
         let started = ContinuousClock.now
         var wait = Duration.milliseconds(250)
         var told = false
         while true {
             do {
-                let value = try body()
+                let value = offThePool ? try await Self.offThePool(body) : try body()
                 if told { run.report(.notice("the ledger \(ledger.location) answers again; going on")) }
                 return value
             } catch let error as LedgerError where error.isUnreachable {
@@ -281,6 +307,16 @@ struct LedgerRetry: Sendable {
                 try await Task.sleep(for: wait)
                 wait = min(wait * 2, .seconds(4))
             }
+        }
+    }
+
+    /// The threads a shared run's ledger calls go on when they are kept off the task pool.
+    private static let ledgerThreads = DispatchQueue(label: "mediafetch.shared-ledger", attributes: .concurrent)
+
+    /// Runs `body`, a blocking ledger call, on ``ledgerThreads`` and waits for it without holding a thread.
+    static func offThePool<T: Sendable>(_ body: @escaping @Sendable () throws -> T) async throws -> T {
+        try await withCheckedThrowingContinuation { continuation in
+            ledgerThreads.async { continuation.resume(with: Result { try body() }) }
         }
     }
 }

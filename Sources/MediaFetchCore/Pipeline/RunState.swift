@@ -17,6 +17,9 @@ final class RunState: Sendable {
     private let uncommitted = Mutex<[UncommittedStore]>([])
     private let stopped = Mutex<String?>(nil)
     private let ledgerTrouble = Mutex(false)
+    /// True while this worker of a shared run plans it (its claims may come back short only because it has not
+    /// written more yet).
+    let planningHere = Mutex(false)
     /// The transfer slots: `concurrency` downloads move bytes at once.
     let transfers: Slots
 
