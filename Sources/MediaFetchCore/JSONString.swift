@@ -4,6 +4,12 @@
 /// modules, not public API.
 package enum JSONString {
     package static func literal(_ value: String) -> String {
+        // Most strings need nothing escaped: a look at their bytes, then one copy, instead of a scalar at a time.
+        // (0xE2 leads U+2028 and U+2029, and other scalars, which take the careful way.)
+        let plain = !value.utf8.contains { byte in
+            byte < 0x20 || byte == UInt8(ascii: "\"") || byte == UInt8(ascii: "\\") || byte == 0xE2
+        }
+        if plain { return "\"" + value + "\"" }
         var text = "\""
         for scalar in value.unicodeScalars {
             switch scalar {
