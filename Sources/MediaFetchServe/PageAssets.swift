@@ -346,7 +346,11 @@ function renderQueue(changed) {
     if (!row) row = queueRow(download);
     else if (changed.has(id)) refresh(row, download, 3, 4, 2, () => actions(id, titleOf(download), download, true, "span"));
     const top = index * height + "px";
-    if (row.style.top !== top) row.style.top = top;
+    // Compared with what was set, not with style.top, which the browser may write back rounded.
+    if (row.dataset.top !== top) {
+      row.dataset.top = top;
+      row.style.top = top;
+    }
     if (row.getAttribute("aria-posinset") !== String(index + 1)) row.setAttribute("aria-posinset", String(index + 1));
     if (row.getAttribute("aria-setsize") !== String(count)) row.setAttribute("aria-setsize", String(count));
     const next = before ? before.nextSibling : list.firstChild;
