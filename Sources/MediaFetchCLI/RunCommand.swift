@@ -161,10 +161,15 @@ enum RunCommand {
     }
 
     static func printJSON(_ value: some Encodable) {
+        if let data = try? jsonEncoder().encode(value) { print(String(decoding: data, as: UTF8.self)) }
+    }
+
+    /// The encoder of every `--json` output: indented, keys sorted, dates in ISO 8601.
+    static func jsonEncoder() -> JSONEncoder {
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes]
         encoder.dateEncodingStrategy = .iso8601
-        if let data = try? encoder.encode(value) { print(String(decoding: data, as: UTF8.self)) }
+        return encoder
     }
 }
 

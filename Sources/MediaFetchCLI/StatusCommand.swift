@@ -46,17 +46,11 @@ enum StatusCommand {
         print(
             "(the ledger learns of an item when its download starts: items the source has not produced yet "
                 + "are not listed)")
-        var output = ""
+        var output = OutputBuffer()
         try render(
             ledger, spec, queue: (try? DownloadQueue.recordedStatuses(stateDirectory: spec.stateDirectory)) ?? []
-        ) { line in
-            output += line + "\n"
-            if output.utf8.count >= 1 << 16 {
-                print(output, terminator: "")
-                output = ""
-            }
-        }
-        print(output, terminator: "")
+        ) { output.write($0 + "\n") }
+        output.flush()
         return CLI.ExitCode.success
     }
 
@@ -70,9 +64,9 @@ enum StatusCommand {
         return try Ledger(directory: spec.stateDirectory)
     }
 
-    /// Walks the entries (of one status, or all) in key order, a page at a time (so a run of a million items is never held),
-    /// each with the staging file's size where it is not stored: after a crash that file knows better than the
-    /// ledger how much arrived.
+    /// Walks the entries (of one status, or all) in key order, a page at a time (so a run of a million items is
+    /// never held), each with the staging file's size where it is not stored: after a crash that file knows better
+    /// than the ledger how much arrived.
     static func forEachEntry(
         _ ledger: Ledger, _ spec: PipelineSpec, status: LedgerStatus? = nil, _ body: (LedgerEntry) throws -> Bool
     ) throws {
@@ -91,23 +85,33 @@ enum StatusCommand {
 
     /// Every entry as one JSON array, written as it is read: the same text as encoding them all at once.
     static func printJSON(_ ledger: Ledger, _ spec: PipelineSpec) throws {
-        let encoder = JSONEncoder()
-        encoder.outputFormatting = [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes]
-        encoder.dateEncodingStrategy = .iso8601
+        let encoder = RunCommand.jsonEncoder()
         var first = true
-        var output = "["
+        var output = OutputBuffer()
+        output.write("[")
         try forEachEntry(ledger, spec) { entry in
             let text = String(decoding: try encoder.encode(StatusEntry(entry)), as: UTF8.self)
-            output += (first ? "\n" : ",\n") + text.split(separator: "\n").map { "  " + $0 }.joined(separator: "\n")
+            output.write((first ? "\n" : ",\n") + text.split(separator: "\n").map { "  " + $0 }.joined(separator: "\n"))
             first = false
-            if output.utf8.count >= 1 << 16 {
-                print(output, terminator: "")
-                output = ""
-            }
             return true
         }
-        output += first ? "]\n" : "\n]\n"
-        print(output, terminator: "")
+        output.write(first ? "]\n" : "\n]\n")
+        output.flush()
+    }
+
+    /// Standard output written 64 KiB at a time, so a long status is neither held whole nor printed line by line.
+    struct OutputBuffer {
+        private var text = ""
+
+        mutating func write(_ piece: String) {
+            text += piece
+            if text.utf8.count >= 1 << 16 { flush() }
+        }
+
+        mutating func flush() {
+            print(text, terminator: "")
+            text = ""
+        }
     }
 
     /// The status as lines handed to `emit` as they are made: each status's count, then (but for stored) its
