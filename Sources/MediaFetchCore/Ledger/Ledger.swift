@@ -227,18 +227,13 @@ public final class Ledger: Sendable {
     /// over a run of any size without holding it, nor the connection while `body` runs); pending writes are
     /// committed first.
     public func forEachEntry(source: String, status: LedgerStatus, _ body: (LedgerEntry) throws -> Void) throws {
-        var after = ("", "")
-        while true {
-            let page = try database.withLock { database in
-                try commit(database)
-                return try database.cached(
-                    Self.select
-                        + " WHERE source = ? AND status = ? AND (item_id, asset) > (?, ?) ORDER BY item_id, asset LIMIT 512"
-                ).rows([.text(source), .text(status.rawValue), .text(after.0), .text(after.1)], Self.read)
-            }
-            for entry in page { try body(entry) }
-            guard let last = page.last, page.count == 512 else { return }
-            after = (last.key.itemID, last.key.asset.rawValue)
+        try page(
+            " WHERE source = ? AND status = ? AND (item_id, asset) > (?, ?) ORDER BY item_id, asset",
+            first: [.text(source), .text(status.rawValue), .text(""), .text("")],
+            after: { [.text(source), .text(status.rawValue), .text($0.itemID), .text($0.asset.rawValue)] }
+        ) { entry in
+            try body(entry)
+            return true
         }
     }
 
@@ -246,21 +241,31 @@ public final class Ledger: Sendable {
     /// page at a time: ``entries()`` without holding them all (what `mediafetch status` walks). Pending writes are
     /// committed first. `body` returns false to stop the walk.
     public func forEachEntry(status: LedgerStatus? = nil, _ body: (LedgerEntry) throws -> Bool) throws {
-        var after = ("", "", "")
-        let filter = status == nil ? "" : "status = ? AND "
+        let filter: [SQLiteStatement.Value] = status.map { [.text($0.rawValue)] } ?? []
+        try page(
+            " WHERE \(status == nil ? "" : "status = ? AND ")(source, item_id, asset) > (?, ?, ?)"
+                + " ORDER BY source, item_id, asset",
+            first: filter + [.text(""), .text(""), .text("")],
+            after: { filter + [.text($0.source), .text($0.itemID), .text($0.asset.rawValue)] },
+            body)
+    }
+
+    /// The walk of both `forEachEntry` methods: pages of 512 entries, `condition` (a WHERE clause after
+    /// the last key, and its order) bound first to `first` and then to `after` of the last key read; pending writes
+    /// are committed before each page, and the connection is not held while `body` runs (false stops the walk).
+    private func page(
+        _ condition: String, first: [SQLiteStatement.Value], after: (LedgerKey) -> [SQLiteStatement.Value],
+        _ body: (LedgerEntry) throws -> Bool
+    ) throws {
+        var values = first
         while true {
             let page = try database.withLock { database in
                 try commit(database)
-                let values: [SQLiteStatement.Value] =
-                    (status.map { [.text($0.rawValue)] } ?? []) + [.text(after.0), .text(after.1), .text(after.2)]
-                return try database.cached(
-                    Self.select + " WHERE \(filter)(source, item_id, asset) > (?, ?, ?)"
-                        + " ORDER BY source, item_id, asset LIMIT 512"
-                ).rows(values, Self.read)
+                return try database.cached(Self.select + condition + " LIMIT 512").rows(values, Self.read)
             }
             for entry in page where try !body(entry) { return }
             guard let last = page.last, page.count == 512 else { return }
-            after = (last.key.source, last.key.itemID, last.key.asset.rawValue)
+            values = after(last.key)
         }
     }
 
