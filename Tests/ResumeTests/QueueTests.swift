@@ -155,7 +155,19 @@ import Testing
         }
         setup.server.setFaultHook(nil)
         setup.server.resetLog()
-        let queue = try DownloadQueue(stateDirectory: setup.spec.stateDirectory)
+        // The first queue holds the state folder's lock until its last reference goes, which can come a moment
+        // after its run has ended (a process that goes away lets go at once): the new one waits for it, bounded.
+        let deadline = ContinuousClock.now + .seconds(30)
+        var reopened: DownloadQueue?
+        while reopened == nil {
+            do {
+                reopened = try DownloadQueue(stateDirectory: setup.spec.stateDirectory)
+            } catch let error as LedgerError where error.message.contains("is using the state directory") {
+                guard ContinuousClock.now < deadline else { throw error }
+                try await Task.sleep(for: .milliseconds(20))
+            }
+        }
+        let queue = try #require(reopened)
         #expect(queue.downloads.map(\.id) == [stored, paused, downloading].map { String($0.trackId) })
         #expect(queue.download(String(stored.trackId))?.status == .stored)
         #expect(queue.download(String(paused.trackId))?.status == .paused)
