@@ -234,7 +234,10 @@ private func queue(
 /// most one message every ``interval``: a change after a quiet spell goes at once, and a busy run's thousands of
 /// changes a second become a few messages, which is what a browser on the same cores can afford to read.
 final class EventStream: @unchecked Sendable {
-    /// The shortest time between two messages of changes.
+    /// The shortest time between two messages of changes. Each message costs a browser on the same cores a frame
+    /// (about 6-8 ms of its CPU on the benchmark's machine, whatever changed); 150 ms cut a watching Chromium's
+    /// CPU by a fifth but moved the run's time by nothing measurable, and put the page's latency at 155 ms instead
+    /// of 105 (Benchmarks/README.md, "Serving the web app").
     static let interval: TimeInterval = 0.1
 
     private let condition = NSCondition()
