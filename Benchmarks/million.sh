@@ -125,7 +125,8 @@ command_for() { # TOOL LIST -> the command line, one word per line
     esac
 }
 
-# run_one TOOL LIST COUNT BYTES: empties $OUT, runs the tool there, checks the files, prints "wall rss_kb".
+# run_one TOOL LIST COUNT BYTES: empties $OUT, runs the tool there, checks the files, prints "wall rss_kb cpu"
+# (cpu: user + system seconds, which hold stiller than walls on a shared machine).
 run_one() {
     local tool=$1 list=$2 count=$3 bytes=$4 command=()
     [[ -n "${FRESH_FS:-}" ]] && fresh_filesystem "$count"
@@ -133,16 +134,17 @@ run_one() {
     sync
     mapfile -t command < <(command_for "$tool" "$list")
     local status=0
-    (cd "$OUT" && /usr/bin/time -f "%e %M" -o "$WORK/time.txt" "${command[@]}" > "$WORK/$tool.log" 2>&1) || status=$?
+    (cd "$OUT" && /usr/bin/time -f "%e %M %U %S" -o "$WORK/time.txt" "${command[@]}" > "$WORK/$tool.log" 2>&1) \
+        || status=$?
     local got files
     read -r files got < <(find "$OUT" -type f -printf '%s\n' | awk '{ s += $1 } END { print NR, s + 0 }')
     if [[ $status -ne 0 || "$got" != "$bytes" || "$files" != "$count" ]]; then
         echo "  $tool failed (exit $status, $files files, $got bytes); see its log:" >&2
         tail -5 "$WORK/$tool.log" >&2
-        echo "FAIL FAIL"
+        echo "FAIL FAIL FAIL"
         return
     fi
-    cat "$WORK/time.txt"
+    awk '{ printf "%s %s %.2f\n", $1, $2, $3 + $4 }' "$WORK/time.txt"
 }
 
 median() {
@@ -150,7 +152,7 @@ median() {
         END { if (NR == 0 || failed) print "FAIL"; else print v[int((NR + 1) / 2)] }'
 }
 
-printf '%-22s %-20s %9s %10s %9s\n' "items" "tool" "wall s" "peak MiB" "vs curl"
+printf '%-22s %-20s %9s %10s %9s %8s\n' "items" "tool" "wall s" "peak MiB" "vs curl" "cpu s"
 for row in $ROWS; do
     count=${row%x*} kb=${row#*x}
     tree=$(small_tree "$count" "$kb")
@@ -158,14 +160,15 @@ for row in $ROWS; do
     awk -v n="$count" -v base="$BASE/small-$kb" \
         'BEGIN { for (i = 0; i < n; i++) printf "%s/d%04d/f%07d.bin\n", base, int(i / 1000), i }' > "$list"
     bytes=$(( count * kb * 1024 ))
-    declare -A walls=() rss=()
+    declare -A walls=() rss=() cpus=()
     rerun=""
     for round in $(seq "$RUNS"); do
         for tool in $TOOLS; do
             [[ $tool == wget ]] && (( count > WGET_MAX )) && continue
-            read -r wall kb_rss < <(run_one "$tool" "$list" "$count" "$bytes")
+            read -r wall kb_rss cpu < <(run_one "$tool" "$list" "$count" "$bytes")
             walls[$tool]+="$wall"$'\n'
             rss[$tool]+="$kb_rss"$'\n'
+            cpus[$tool]+="$cpu"$'\n'
             # The re-run, over what the last round's mediafetch-nosync stored: no request may reach nginx.
             if [[ $tool == mediafetch-nosync && $round == "$RUNS" && $wall != FAIL ]]; then
                 before=$(requests)
@@ -187,9 +190,10 @@ for row in $ROWS; do
         peak=$(printf '%s' "${rss[$tool]}" | median)
         ratio=$(awk -v a="$wall" -v b="$curl_wall" 'BEGIN { if (a == "FAIL" || b == "FAIL" || b == 0) print "-"; else printf "%.2fx", a / b }')
         mib=$(awk -v k="$peak" 'BEGIN { if (k == "FAIL") print "FAIL"; else printf "%.1f", k / 1024 }')
-        printf '%-22s %-20s %9s %10s %9s\n' "$count x $kb KiB" "$tool" "$wall" "$mib" "$ratio"
+        cpu=$(printf '%s' "${cpus[$tool]}" | median)
+        printf '%-22s %-20s %9s %10s %9s %8s\n' "$count x $kb KiB" "$tool" "$wall" "$mib" "$ratio" "$cpu"
     done
     [[ -n $rerun ]] && echo "$rerun"
-    unset walls rss
+    unset walls rss cpus
     rm -rf "$OUT" "$OUT.state"
 done

@@ -1,5 +1,6 @@
 import Foundation
 import MediaFetchTesting
+import Synchronization
 import Testing
 
 @testable import MediaFetchCore
@@ -177,6 +178,55 @@ struct LedgerTests {
         if waited == .timedOut { done.wait() }
         #expect(waited == .success)
         #expect(try ledger.entry(key)?.status == .partial)
+    }
+
+    @Test func aFirstRunsLookupsNeedNeitherTheConnectionNorAQueryAndMissNothing() throws {
+        let folder = try scratchFolder("ledger")
+        let url = URL(string: "http://127.0.0.1/a.m4a")!
+        let earlier = LedgerKey(source: "urls", itemID: "earlier", asset: .preview)
+        do {
+            let ledger = try Ledger(directory: folder)
+            ledger.begin(earlier, title: "Earlier", url: url)
+            ledger.stored(earlier, StoredRecord(location: "earlier.m4a", size: 1, sha256: nil))
+            try ledger.flush()
+        }
+        let ledger = try Ledger(directory: folder)
+        // What an earlier run left is found: a source with entries on disk is looked up a query an item.
+        #expect(try ledger.committedEntry(earlier)?.status == .stored)
+        #expect(try ledger.committedEntry(LedgerKey(source: "urls", itemID: "earlier", asset: .artwork)) == nil)
+        // Written by this run, then committed: found.
+        let later = LedgerKey(source: "urls", itemID: "later", asset: .preview)
+        ledger.begin(later, title: "Later", url: url)
+        #expect(try ledger.committedEntry(later) == nil)
+        try ledger.flush()
+        #expect(try ledger.committedEntry(later)?.status == .pending)
+        // A source without entries (a first run's): its first lookup finds that out under the connection; after
+        // it, a lookup of an item this ledger never wrote answers at once, even while another thread holds the
+        // connection (as the commit of a batch does).
+        let fresh = LedgerKey(source: "other", itemID: "new", asset: .preview)
+        #expect(try ledger.committedEntry(fresh) == nil)
+        let done = DispatchSemaphore(value: 0)
+        let answers = Mutex<[LedgerEntry?]>([])
+        let waited = ledger.whileHoldingTheConnection {
+            Thread.detachNewThread {
+                for index in 0..<1000 {
+                    let entry = try? ledger.committedEntry(LedgerKey(source: "other", itemID: "\(index)", asset: .preview))
+                    answers.withLock { $0.append(entry) }
+                }
+                done.signal()
+            }
+            // Generous: the lookups take microseconds; only a thread stuck on the lock takes this long.
+            return done.wait(timeout: .now() + 30)
+        }
+        if waited == .timedOut { done.wait() }
+        #expect(waited == .success)
+        #expect(answers.withLock { $0.count == 1000 && $0.allSatisfy { $0 == nil } })
+        // And one of them, written and committed now, is found.
+        let written = LedgerKey(source: "other", itemID: "7", asset: .preview)
+        ledger.begin(written, title: "Seven", url: url)
+        ledger.failed(written, reason: "404", receivedBytes: 0)
+        try ledger.flush()
+        #expect(try ledger.committedEntry(written)?.status == .failed)
     }
 
     /// A folder holding a ledger left at schema `version`, with `row` inserted; the ledger's path comes along.
