@@ -7,9 +7,9 @@
 # server's stamp on each event). Needs nginx, python3, and for the browser chromium, chromium-driver and
 # selenium (Scripts/install-python-tools). Goal (issue 15): watching costs under 5%; events within 250 ms.
 #
-#   Benchmarks/serve.sh                        # 2,000 files, median of 3 rounds, modes alternating
-#   RUNS=25 MODES="none sse browser" Benchmarks/serve.sh   # the goal's question: one run's spread here is wider
-#                                              # than 5%, so it takes many rounds and the per-round ratios
+#   Benchmarks/serve.sh                        # 2,000 files, median of 3 rounds, the modes' order turning
+#   RUNS=25 MODES="none sse browser" Benchmarks/serve.sh   # for the goal: one run's spread here is wider than
+#                                              # 5%, so it takes many rounds, and the ratios within each round
 #   N=200 RUNS=1 MODES="none sse" Benchmarks/serve.sh
 set -euo pipefail
 N=${N:-2000}
@@ -124,12 +124,12 @@ for mode, wall, _, cpu, round_ in rows:
     by_round.setdefault(round_, {})[mode] = float(wall)
 base = statistics.median(walls.get("none", [0])) or None
 # This machine's runs drift by more than the cost looked for, so each round's run is also set against the unwatched
-# run of the same round (the modes alternate within a round): the median of those ratios, and their middle half.
+# run of the same round (every mode runs once a round): the median of those ratios, and their middle half.
 def paired(mode):
     ratios = sorted(r[mode] / r["none"] for r in by_round.values() if mode in r and r.get("none"))
     if not ratios or mode == "none":
         return "-"
-    quartiles = statistics.quantiles(ratios, n=4) if len(ratios) > 1 else [ratios[0]] * 3
+    quartiles = statistics.quantiles(ratios, n=4, method="inclusive") if len(ratios) > 1 else [ratios[0]] * 3
     return f"{statistics.median(ratios):.3f}x ({quartiles[0]:.2f}-{quartiles[2]:.2f})"
 print(f"| {'mode':<44} | {'wall (median)':>13} | {'MB/s':>6} | {'vs no one':>9} | {'per round (middle half)':>23} "
       f"| {'mediafetch CPU':>14} | |")
@@ -150,6 +150,9 @@ for mode in ("sse", "browser"):
     path = os.path.join(sys.argv[2], f"latency-{mode}.jsonl")
     if os.path.exists(path):
         rounds = [json.loads(line) for line in open(path)]
+        if not rounds:
+            print(f"latency ({mode}): no events")
+            continue
         for record in rounds:
             print(f"latency ({mode}): {json.dumps(record)}")
         print(f"latency ({mode}), {len(rounds)} rounds: median of the rounds' medians "

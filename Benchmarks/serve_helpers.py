@@ -166,6 +166,8 @@ def browser(url, stop_file):
                 break
             last = now
         settled = time.monotonic() - began
+        if settled >= 30:
+            print("browser page: Chromium did not settle in 30 s; the run starts anyway", file=sys.stderr)
         driver.execute_cdp_cmd("Performance.enable", {})
         metrics_before = page_metrics(driver)
         before = chromium_cpu()

@@ -236,7 +236,7 @@ private func queue(
 final class EventStream: @unchecked Sendable {
     /// The shortest time between two messages of changes. Each message costs a browser on the same cores a frame
     /// (about 6-8 ms of its CPU on the benchmark's machine, whatever changed); 150 ms cut a watching Chromium's
-    /// CPU by a fifth but moved the run's time by nothing measurable, and put the page's latency at 155 ms instead
+    /// CPU by 10-20% but moved the run's time by nothing measurable, and put the page's latency at 155 ms instead
     /// of 105 (Benchmarks/README.md, "Serving the web app").
     static let interval: TimeInterval = 0.1
 

@@ -206,12 +206,13 @@ struct LedgerTests {
         let fresh = LedgerKey(source: "other", itemID: "new", asset: .preview)
         #expect(try ledger.committedEntry(fresh) == nil)
         let done = DispatchSemaphore(value: 0)
-        let answers = Mutex<[LedgerEntry?]>([])
+        let answers = Mutex<[Result<LedgerEntry?, any Error>]>([])
         let waited = ledger.whileHoldingTheConnection {
             Thread.detachNewThread {
                 for index in 0..<1000 {
-                    let entry = try? ledger.committedEntry(LedgerKey(source: "other", itemID: "\(index)", asset: .preview))
-                    answers.withLock { $0.append(entry) }
+                    let key = LedgerKey(source: "other", itemID: "\(index)", asset: .preview)
+                    let answer = Result { try ledger.committedEntry(key) }
+                    answers.withLock { $0.append(answer) }
                 }
                 done.signal()
             }
@@ -220,13 +221,34 @@ struct LedgerTests {
         }
         if waited == .timedOut { done.wait() }
         #expect(waited == .success)
-        #expect(answers.withLock { $0.count == 1000 && $0.allSatisfy { $0 == nil } })
+        #expect(answers.withLock { $0.count == 1000 && $0.allSatisfy { (try? $0.get()) == .some(nil) } })
         // And one of them, written and committed now, is found.
         let written = LedgerKey(source: "other", itemID: "7", asset: .preview)
         ledger.begin(written, title: "Seven", url: url)
         ledger.failed(written, reason: "404", receivedBytes: 0)
         try ledger.flush()
         #expect(try ledger.committedEntry(written)?.status == .failed)
+        // A write queued before its source's first lookup, committed after it, is found.
+        let queuedFirst = LedgerKey(source: "third", itemID: "early", asset: .preview)
+        ledger.begin(queuedFirst, title: "Early", url: url)
+        #expect(try ledger.committedEntry(LedgerKey(source: "third", itemID: "none", asset: .preview)) == nil)
+        try ledger.flush()
+        #expect(try ledger.committedEntry(queuedFirst)?.status == .pending)
+    }
+
+    @Test func anIDWithANULIsKeptWholeNotCutAtIt() throws {
+        let folder = try scratchFolder("ledger")
+        let whole = LedgerKey(source: "exec", itemID: "x\u{0}y", asset: .preview)
+        do {
+            let ledger = try Ledger(directory: folder)
+            ledger.begin(whole, title: "Nul\u{0}title", url: URL(string: "http://127.0.0.1/n.m4a")!)
+            try ledger.flush()
+        }
+        let ledger = try Ledger(directory: folder)
+        let entry = try ledger.committedEntry(whole)
+        #expect(entry?.key == whole)
+        #expect(entry?.title == "Nul\u{0}title")
+        #expect(try ledger.committedEntry(LedgerKey(source: "exec", itemID: "x", asset: .preview)) == nil)
     }
 
     /// A folder holding a ledger left at schema `version`, with `row` inserted; the ledger's path comes along.

@@ -1,6 +1,7 @@
-/// Keys a ledger has seen, as a Bloom filter of fixed size: a key it does not hold is certainly not there, and
-/// its lookup needs no query. Nothing per item stays in memory (the filter is 2 MiB whatever the count), and a key
-/// it may hold is looked up as before, so an answer never changes.
+/// Keys a ledger has written since a moment, as a Bloom filter of fixed size: a key it does not hold was
+/// certainly not written since, and where nothing was there before, its lookup needs no query. Nothing per item
+/// stays in memory (the filter is 2 MiB whatever the count), and a key it may hold is looked up as before, so an
+/// answer never changes.
 ///
 /// ``Ledger`` keeps two: the run keys taken since their reset, and the entries that may be on disk.
 /// Per item a run looks up three keys that a first run never finds: its entry (what an earlier run left), its id
@@ -37,16 +38,13 @@ struct KeyFilter: ~Copyable {
         mayContain(hash: Self.hash(scope: scope, key: key))
     }
 
-    mutating func insert(source: String, itemID: String, asset: String) {
-        insert(hash: Self.hash(source, itemID, asset))
-    }
-
-    /// False when the ledger certainly holds no entry for `key`.
+    /// False when `key` was certainly not inserted (its ``hash(_:)``) since the reset.
     func mayContain(_ key: LedgerKey) -> Bool {
-        mayContain(hash: Self.hash(key.source, key.itemID, key.asset.rawValue))
+        mayContain(hash: Self.hash(key))
     }
 
-    private mutating func insert(hash: UInt64) {
+    /// Inserts a ledger key by its ``hash(_:)``, which the caller may take before it takes a lock.
+    mutating func insert(hash: UInt64) {
         guard isComplete else { return }
         let (word, bits) = Self.place(hash)
         words[word] |= bits
@@ -68,22 +66,23 @@ struct KeyFilter: ~Copyable {
 
     /// FNV-1a of the scope, a zero byte and the key, then mixed (the low bits pick the first bit).
     private static func hash(scope: String, key: String) -> UInt64 {
-        var hash: UInt64 = 0xcbf2_9ce4_8422_2325
-        for byte in scope.utf8 { hash = (hash ^ UInt64(byte)) &* 0x100_0000_01b3 }
-        hash = hash &* 0x100_0000_01b3
-        for byte in key.utf8 { hash = (hash ^ UInt64(byte)) &* 0x100_0000_01b3 }
-        return mix(hash)
+        mix(fold(key, into: fold(scope, into: fnvBasis) &* fnvPrime))
     }
 
-    /// The same over a ledger key's source, item id and asset, each followed by a zero byte.
-    private static func hash(_ source: String, _ itemID: String, _ asset: String) -> UInt64 {
-        var hash: UInt64 = 0xcbf2_9ce4_8422_2325
-        for byte in source.utf8 { hash = (hash ^ UInt64(byte)) &* 0x100_0000_01b3 }
-        hash = hash &* 0x100_0000_01b3
-        for byte in itemID.utf8 { hash = (hash ^ UInt64(byte)) &* 0x100_0000_01b3 }
-        hash = hash &* 0x100_0000_01b3
-        for byte in asset.utf8 { hash = (hash ^ UInt64(byte)) &* 0x100_0000_01b3 }
-        return mix(hash)
+    /// The same over a ledger key: its source, a zero byte, its item id, a zero byte, and its asset.
+    static func hash(_ key: LedgerKey) -> UInt64 {
+        let source = fold(key.source, into: fnvBasis) &* fnvPrime
+        return mix(fold(key.asset.rawValue, into: fold(key.itemID, into: source) &* fnvPrime))
+    }
+
+    private static let fnvBasis: UInt64 = 0xcbf2_9ce4_8422_2325
+    private static let fnvPrime: UInt64 = 0x100_0000_01b3
+
+    /// FNV-1a's step over each byte of `text`.
+    private static func fold(_ text: String, into hash: UInt64) -> UInt64 {
+        var hash = hash
+        for byte in text.utf8 { hash = (hash ^ UInt64(byte)) &* fnvPrime }
+        return hash
     }
 
     /// splitmix64's finalizer: every output bit depends on every input bit.

@@ -145,7 +145,8 @@ public final class Ledger: Sendable {
     private let queue = Mutex(Queue())
     /// Which run keys may be taken, so that a lookup of one that is not needs no query (see ``KeyFilter``).
     private let runKeyFilter = Mutex(KeyFilter())
-    /// Which entries may be on disk, so that a first run's lookups need no lock and no query (see ``EntryFilter``).
+    /// Which entries may be on disk, so that a first run's lookups need neither the connection's lock nor a query
+    /// (see ``EntryFilter``).
     private let entryFilter: Mutex<EntryFilter>
     /// The connection: held while a batch is written or the ledger is read, so batches land in order.
     private let database: Mutex<SQLiteDatabase>
@@ -173,19 +174,24 @@ public final class Ledger: Sendable {
         entryFilter = Mutex(entries)
     }
 
-    /// The entries that may be on disk, for a source that had none when it was first looked up (a first run's):
-    /// the filter takes every key this ledger queues a write for, from its opening on, so an entry of such a
-    /// source that it does not hold was never on disk. (The writers of a run's ledger are this object: a run holds
-    /// its state folder's lock, and every row a batch writes was queued here first.) A source that had entries is
-    /// looked up a query an item, as before: reading its keys first cost a re-run of 100,000 stored items more
-    /// than the lookups it spared.
+    /// The entries that may be on disk, for a source that had none when it was first looked up (a first run's).
+    /// `keys` takes every key this ledger queues a write for, from its opening on, and only a queued write makes
+    /// a row; so an entry of such a source that `keys` does not hold was never on disk. (`keys` is complete only
+    /// in that sense: rows of sources in the file before it opened are not in it, and `sources` is what says which
+    /// sources it answers for.) This holds while this object is the file's only writer, as it is for a run, which
+    /// holds its state folder's lock. A source that had entries is looked up a query an item, as before: reading
+    /// its keys first cost a re-run of 100,000 stored items more than the lookups it spared.
     private struct EntryFilter: ~Copyable {
         var keys = KeyFilter()
-        /// True for a source that had no entries on disk at its first lookup; false for one that had some.
-        var sources: [String: Bool] = [:]
+        /// True for a source that had no entries on disk at its first lookup; false for one that had some. Keyed
+        /// by the name's bytes, as SQLite compares it (a Swift string would take two spellings of one accented
+        /// name for one).
+        var sources: [[UInt8]: Bool] = [:]
 
-        func certainlyAbsent(_ key: LedgerKey) -> Bool {
-            sources[key.source] == true && !keys.mayContain(key)
+        /// True when the key's source had no entries at its first lookup and no write for the key was queued
+        /// since; nil when the source was not looked up yet.
+        func certainlyAbsent(_ key: LedgerKey, source: [UInt8]) -> Bool? {
+            sources[source].map { $0 && !keys.mayContain(key) }
         }
     }
 
@@ -234,20 +240,25 @@ public final class Ledger: Sendable {
     }
 
     /// What the ledger holds on disk for one asset, without committing queued writes first: what earlier runs
-    /// left, looked up item by item as a run plans (one query an item, so nothing per item stays in memory).
-    /// Writes this run queued and has not committed yet are not seen.
+    /// left, looked up item by item as a run plans (nothing per item stays in memory). For a source that had no
+    /// entries when first looked up, an item this ledger never queued a write for is answered without a query;
+    /// every other lookup is one query. Writes this run queued and has not committed yet are not seen.
     public func committedEntry(_ key: LedgerKey) throws -> LedgerEntry? {
-        // An entry the filter does not hold is not on disk: no lock on the connection (a batch being committed
-        // held up every lookup), no query.
-        if entryFilter.withLock({ $0.certainlyAbsent(key) }) { return nil }
+        let source = Array(key.source.utf8)
+        // An entry the filter does not hold is not on disk: no waiting for the connection (which a batch being
+        // committed holds), no query.
+        if entryFilter.withLock({ $0.certainlyAbsent(key, source: source) }) == true { return nil }
         return try database.withLock { database in
             try database.beginSharedRead()
-            if entryFilter.withLock({ $0.sources[key.source] }) == nil {
-                // Under the connection no batch lands meanwhile, and a write queued meanwhile is in the filter.
+            if entryFilter.withLock({ $0.sources[source] }) == nil {
+                // Under the connection no batch lands meanwhile, and a write queued before it is in the filter.
                 let empty = try database.cached("SELECT 1 FROM items WHERE source = ? LIMIT 1")
                     .rows([.text(key.source)]) { $0.int(0) }.isEmpty
-                entryFilter.withLock { $0.sources[key.source] = empty }
-                if entryFilter.withLock({ $0.certainlyAbsent(key) }) { return nil }
+                let absent = entryFilter.withLock { filter in
+                    filter.sources[source] = empty
+                    return filter.certainlyAbsent(key, source: source) == true
+                }
+                if absent { return nil }
             }
             return try database.cached(Self.select + " WHERE source = ? AND item_id = ? AND asset = ?")
                 .rows(key.values, Self.read).first
@@ -499,9 +510,11 @@ public final class Ledger: Sendable {
     }
 
     private func enqueue(_ write: Write) {
-        // Into the filter before the queue: a row is never on disk before its key is in the filter.
+        // Into the filter before the queue: a row is never on disk before its key is in the filter. (Every write
+        // of a key, not only the `begin` that makes its row: one that makes a row later must not slip past.)
         if let key = write.key {
-            entryFilter.withLock { $0.keys.insert(source: key.source, itemID: key.itemID, asset: key.asset.rawValue) }
+            let hash = KeyFilter.hash(key)
+            entryFilter.withLock { $0.keys.insert(hash: hash) }
         }
         queue.withLock { $0.pending.append(write) }
     }

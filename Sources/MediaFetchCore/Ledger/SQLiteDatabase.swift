@@ -171,7 +171,9 @@ final class SQLiteStatement {
             let position = Int32(index + 1)
             let code: Int32
             switch value {
-            case .text(let text?): code = sqlite3_bind_text(statement, position, text, -1, csqlite_transient())
+            // With its length: text that holds a NUL (an id from a plugin) is kept whole, not cut at the NUL.
+            case .text(let text?):
+                code = sqlite3_bind_text(statement, position, text, Int32(clamping: text.utf8.count), csqlite_transient())
             case .integer(let number?): code = sqlite3_bind_int64(statement, position, number)
             case .real(let number): code = sqlite3_bind_double(statement, position, number)
             case .text(nil), .integer(nil): code = sqlite3_bind_null(statement, position)
@@ -205,7 +207,9 @@ struct SQLiteRow {
     fileprivate let statement: OpaquePointer
 
     func text(_ column: Int32) -> String? {
-        sqlite3_column_text(statement, column).map { String(cString: $0) }
+        guard let text = sqlite3_column_text(statement, column) else { return nil }
+        let count = Int(sqlite3_column_bytes(statement, column))
+        return String(decoding: UnsafeBufferPointer(start: text, count: count), as: UTF8.self)
     }
 
     func int(_ column: Int32) -> Int {
