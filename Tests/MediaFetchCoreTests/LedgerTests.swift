@@ -236,6 +236,22 @@ struct LedgerTests {
         #expect(try ledger.committedEntry(queuedFirst)?.status == .pending)
     }
 
+    @Test func writesABatchCouldNotCommitWaitForTheNextCommit() throws {
+        let ledger = try Self.ledger()
+        let key = LedgerKey(source: "urls", itemID: "kept", asset: .preview)
+        ledger.begin(key, title: "Kept", url: URL(string: "http://127.0.0.1/kept.m4a")!)
+        ledger.stored(key, StoredRecord(location: "kept.m4a", size: 3, sha256: nil))
+        // Another connection takes the table away for a moment: the batch cannot be written.
+        let other = try SQLiteDatabase(path: ledger.url.path)
+        try other.execute("ALTER TABLE items RENAME TO items_away")
+        #expect(throws: LedgerError.self) { try ledger.flush() }
+        try other.execute("ALTER TABLE items_away RENAME TO items")
+        try ledger.flush()
+        let entry = try ledger.entry(key)
+        #expect(entry?.status == .stored)
+        #expect(entry?.location == "kept.m4a")
+    }
+
     @Test func anIDWithANULIsKeptWholeNotCutAtIt() throws {
         let folder = try scratchFolder("ledger")
         let whole = LedgerKey(source: "exec", itemID: "x\u{0}y", asset: .preview)

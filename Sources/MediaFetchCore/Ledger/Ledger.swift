@@ -448,7 +448,10 @@ public final class Ledger: Sendable {
     /// Forgets everything (`mediafetch clean --all`).
     public func removeAll() throws {
         try database.withLock { database in
-            queue.withLock { $0.pending.removeAll() }
+            queue.withLock { queue in
+                queue.pending.removeAll()
+                queue.runKeys.removeAll()
+            }
             try database.execute("DELETE FROM items; DELETE FROM source_state; DELETE FROM run_keys;")
         }
     }
@@ -532,11 +535,11 @@ public final class Ledger: Sendable {
         do {
             try Self.apply(writes, to: database, at: Date().timeIntervalSince1970)
         } catch {
-            // Run keys must stay seen even when the disk refuses them: a name forgotten here could be handed out
-            // twice, and a second file would replace the first. They wait in memory for the next commit.
-            let kept = writes.filter { if case .runKey = $0 { true } else { false } }
+            // The transaction was rolled back, and the writes wait in memory, first in line, for the next commit
+            // (as ``RunLedger`` promises). A run key forgotten here could be handed out twice, and a second file
+            // would replace the first; a stored file forgotten would be fetched and stored again next time.
             queue.withLock { queue in
-                queue.pending.insert(contentsOf: kept, at: 0)
+                queue.pending.insert(contentsOf: writes, at: 0)
                 queue.runKeys.merge(runKeys) { newer, _ in newer }
             }
             throw error
