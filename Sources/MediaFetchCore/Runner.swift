@@ -57,13 +57,17 @@ public struct Runner: Sendable {
     ///   sink's ``Sink/prepare()`` finds it cannot store anything. Whatever goes wrong
     ///   once the run is under way is in the summary instead.
     public func run(events: @escaping @Sendable (PipelineEvent) -> Void = { _ in }) async throws -> RunSummary {
+        // A run's own ledger (SQLite, in the state folder) is opened under the folder's lock: it takes itself for
+        // the file's only writer, and a run refused the folder must not even migrate the file under the run that
+        // holds it. A worker of a shared run learns its folder from the ledger (its worker id), so it locks after.
+        let ownLock = spec.ledger == nil ? try StateLock(directory: spec.stateDirectory) : nil
         let ledger = try spec.openLedger(registry: registry, worker: options.worker)
         let sharedLedger = ledger as? any SharedRunLedger
         // Each worker of a shared run has a state folder of its own (its partial files, its lock), so that several
         // workers may run on one machine; the same worker id coming back finds its partial files again.
         let state = sharedLedger.map { spec.stateDirectory.appendingPathComponent("worker-" + Self.folderName($0.worker)) }
             ?? spec.stateDirectory
-        let lock = try StateLock(directory: state)
+        let lock = try ownLock ?? StateLock(directory: state)
         defer { withExtendedLifetime(lock) {} }
         let parts = try PipelineParts(spec: spec, registry: registry)
         if sharedLedger != nil, !parts.sink.commitsEachStore {

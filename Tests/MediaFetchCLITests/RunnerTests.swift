@@ -71,6 +71,9 @@ struct RunnerTests {
         }
         withExtendedLifetime(held) {}
         #expect(server.requests.isEmpty)
+        // Refused before its ledger was opened, so the holder's ledger file is not touched (not even created).
+        let ledgerFile = spec.stateDirectory.appendingPathComponent(Ledger.fileName).path
+        #expect(!FileManager.default.fileExists(atPath: ledgerFile))
     }
 
     @Test func cancellingTheTaskInterruptsTheRunAndKeepsWhatWasStored() async throws {
