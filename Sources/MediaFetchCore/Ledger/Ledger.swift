@@ -177,21 +177,30 @@ public final class Ledger: Sendable {
     /// The entries that may be on disk, for a source that had none when it was first looked up (a first run's).
     /// `keys` takes every key this ledger queues a write for, from its opening on, and only a queued write makes
     /// a row; so an entry of such a source that `keys` does not hold was never on disk. (`keys` is complete only
-    /// in that sense: rows of sources in the file before it opened are not in it, and `sources` is what says which
-    /// sources it answers for.) This holds while this object is the file's only writer, as it is for a run, which
+    /// in that sense: rows of sources in the file before it opened are not in it, and ``hadNone(_:)`` is what says
+    /// which sources it answers for.) This holds while this object is the file's only writer, as it is for a run, which
     /// holds its state folder's lock. A source that had entries is looked up a query an item, as before: reading
     /// its keys first cost a re-run of 100,000 stored items more than the lookups it spared.
     private struct EntryFilter: ~Copyable {
         var keys = KeyFilter()
-        /// True for a source that had no entries on disk at its first lookup; false for one that had some. Keyed
-        /// by the name's bytes, as SQLite compares it (a Swift string would take two spellings of one accented
-        /// name for one).
-        var sources: [[UInt8]: Bool] = [:]
+        /// The sources looked up so far (a run has one or a few), each with whether it had no entries on disk at
+        /// its first lookup. Names are told apart by their bytes, as SQLite compares them (Swift's `==` would take
+        /// two spellings of one accented name for one), and a lookup allocates nothing.
+        private var sources: [(name: String, hadNone: Bool)] = []
+
+        /// Whether `source` had no entries at its first lookup; nil when it was not looked up yet.
+        func hadNone(_ source: String) -> Bool? {
+            sources.first { $0.name.utf8.elementsEqual(source.utf8) }?.hadNone
+        }
+
+        mutating func setHadNone(_ source: String, _ hadNone: Bool) {
+            if self.hadNone(source) == nil { sources.append((source, hadNone)) }
+        }
 
         /// True when the key's source had no entries at its first lookup and no write for the key was queued
         /// since; nil when the source was not looked up yet.
-        func certainlyAbsent(_ key: LedgerKey, source: [UInt8]) -> Bool? {
-            sources[source].map { $0 && !keys.mayContain(key) }
+        func certainlyAbsent(_ key: LedgerKey) -> Bool? {
+            hadNone(key.source).map { $0 && !keys.mayContain(key) }
         }
     }
 
@@ -244,19 +253,18 @@ public final class Ledger: Sendable {
     /// entries when first looked up, an item this ledger never queued a write for is answered without a query;
     /// every other lookup is one query. Writes this run queued and has not committed yet are not seen.
     public func committedEntry(_ key: LedgerKey) throws -> LedgerEntry? {
-        let source = Array(key.source.utf8)
         // An entry the filter does not hold is not on disk: no waiting for the connection (which a batch being
         // committed holds), no query.
-        if entryFilter.withLock({ $0.certainlyAbsent(key, source: source) }) == true { return nil }
+        if entryFilter.withLock({ $0.certainlyAbsent(key) }) == true { return nil }
         return try database.withLock { database in
             try database.beginSharedRead()
-            if entryFilter.withLock({ $0.sources[source] }) == nil {
+            if entryFilter.withLock({ $0.hadNone(key.source) }) == nil {
                 // Under the connection no batch lands meanwhile, and a write queued before it is in the filter.
                 let empty = try database.cached("SELECT 1 FROM items WHERE source = ? LIMIT 1")
                     .rows([.text(key.source)]) { $0.int(0) }.isEmpty
                 let absent = entryFilter.withLock { filter in
-                    filter.sources[source] = empty
-                    return filter.certainlyAbsent(key, source: source) == true
+                    filter.setHadNone(key.source, empty)
+                    return filter.certainlyAbsent(key) == true
                 }
                 if absent { return nil }
             }

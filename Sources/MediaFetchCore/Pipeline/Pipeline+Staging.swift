@@ -49,6 +49,11 @@ extension Pipeline {
     /// The staging subfolders: one per last digit of a staging name's hash.
     static let stagingShards = "0123456789abcdef".map { String($0) }
 
+    /// The staging folder and its subfolders, where partial downloads may be.
+    static func stagingFolders(_ staging: URL) -> [URL] {
+        [staging] + stagingShards.map { staging.appendingPathComponent($0) }
+    }
+
     /// The subfolder a staging file name belongs in: the last digit of its hash (`…-<hash>.<asset>.part`).
     static func shard(ofStagingName name: String) -> String? {
         guard name.hasSuffix(".part"), let dash = name.lastIndex(of: "-") else { return nil }
@@ -81,8 +86,7 @@ extension Pipeline {
     /// an earlier version kept there).
     public static func partialFiles(in staging: URL) -> [URL] {
         let files = FileManager.default
-        let folders = [staging] + stagingShards.map { staging.appendingPathComponent($0) }
-        return folders.flatMap { folder in
+        return stagingFolders(staging).flatMap { folder in
             ((try? files.contentsOfDirectory(atPath: folder.path)) ?? []).filter { $0.hasSuffix(".part") }
                 .map { folder.appendingPathComponent($0) }
         }
@@ -90,9 +94,8 @@ extension Pipeline {
 
     /// Whether the staging folder and its subfolders hold no partial download (stops at the first found).
     static func holdsNoPartialFile(_ staging: URL) -> Bool {
-        let folders = [staging.path] + stagingShards.map { staging.appendingPathComponent($0).path }
-        for folder in folders {
-            guard let stream = opendir(folder) else {
+        for folder in stagingFolders(staging) {
+            guard let stream = opendir(folder.path) else {
                 // A subfolder that cannot be read may hold anything.
                 if errno == ENOENT { continue }
                 return false
