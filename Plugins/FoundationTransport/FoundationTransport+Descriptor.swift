@@ -6,7 +6,9 @@ extension FoundationTransport {
         info: PluginInfo(
             kind: .transport,
             name: "foundation",
-            summary: "HTTP through one URLSession (FoundationNetworking), streaming each download to disk",
+            summary:
+                "HTTP through one URLSession (FoundationNetworking), streaming each download to disk; "
+                + "uploads of at most 8 MiB, sent from memory",
             options: [
                 OptionSpec("concurrency", .integer(1...256), default: .integer(8), doc: "Downloads at once."),
                 OptionSpec(

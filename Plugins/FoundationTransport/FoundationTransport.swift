@@ -102,42 +102,70 @@ public final class FoundationTransport: Transport {
         return result
     }
 
-    /// Sends a whole file with an upload task (FoundationNetworking reads it in pieces) or the buffer, with its
-    /// `Content-Length`; the answer is buffered like `send`'s. A range of a file (an s3 sink's multipart part) is
-    /// first copied by the kernel into an unnamed file beside it, which goes as a whole file: FoundationNetworking
-    /// sends a body stream chunked, without the length object stores require. The copy costs one part's bytes on
-    /// disk while it is sent (the curl transport reads the range in place).
+    /// Sends the buffer, or the file's bytes read into memory, with their `Content-Length`; the answer is buffered
+    /// like `send`'s. A body above ``maxUploadBodyBytes`` is refused (`.unsupported`) before anything is sent.
+    ///
+    /// Why in memory: FoundationNetworking on Linux streams a file body by reading ahead with DispatchIO, pausing
+    /// libcurl's send while a read is out; a transfer that ends meanwhile (cancelled, the connection reset, a
+    /// timeout) leaves the read to un-pause a handle already taken off libcurl's multi handle, and its `try!`
+    /// (`EasyHandle.swift`, `_PauseState.setState`: `CURLE_BAD_FUNCTION_ARGUMENT`) ends the whole process. A body
+    /// stream has no such reads but goes out chunked, without the `Content-Length` object stores require. A body
+    /// of bytes has neither problem, so bodies are kept small: the s3 sink makes its parts no larger.
     public func upload(
         _ request: UploadRequest,
         progress: @escaping @Sendable (Int64) -> Void
     ) async throws -> HTTPResponse {
         if let error = TransportError.checkScheme(request.url) { throw error }
+        guard request.body.length <= Self.uploadBodyLimit else {
+            throw TransportError(
+                .unsupported, url: request.url,
+                detail: "the foundation transport sends bodies of at most \(Self.uploadBodyLimit >> 20) MiB, "
+                    + "this one has \(request.body.length) bytes: send it in parts, or use the curl transport")
+        }
         var urlRequest = makeRequest(url: request.url, headers: request.headers)
         urlRequest.httpMethod = request.method.rawValue
         urlRequest.setValue("identity", forHTTPHeaderField: "Accept-Encoding")
         urlRequest.setValue(String(request.body.length), forHTTPHeaderField: "Content-Length")
         if let timeout = request.timeout { urlRequest.timeoutInterval = timeout.seconds }
-        var transfer = BufferedTransfer(limit: request.maxResponseBytes)
-        transfer.uploadProgress = progress
         switch request.body {
         case .bytes(let data):
             urlRequest.httpBody = data
-        case .file(let file, 0, let length) where Self.fileSize(file) == length:
-            let outcome = try await perform(urlRequest, state: .buffered(transfer), fromFile: file)
-            guard case .buffered(let response) = outcome else { throw TransportError(.other, url: request.url) }
-            return response
         case .file(let file, let offset, let length):
-            // A body stream would go out chunked, without the Content-Length object stores require:
-            // FoundationNetworking on Linux gives a stream no length, whatever the request's headers say.
-            let copy = try RangeCopy(of: file, offset: offset, length: length, for: request.url)
-            let outcome = try await perform(urlRequest, state: .buffered(transfer), fromFile: copy.url)
-            _ = consume copy
-            guard case .buffered(let response) = outcome else { throw TransportError(.other, url: request.url) }
-            return response
+            urlRequest.httpBody = try Self.read(file, offset: offset, length: length, for: request.url)
         }
+        var transfer = BufferedTransfer(limit: request.maxResponseBytes)
+        transfer.uploadProgress = progress
         let outcome = try await perform(urlRequest, state: .buffered(transfer))
         guard case .buffered(let response) = outcome else { throw TransportError(.other, url: request.url) }
         return response
+    }
+
+    /// The largest upload body: read into memory, and copied once more by FoundationNetworking, so an upload
+    /// holds about twice this at most. Above S3's smallest multipart part (5 MiB).
+    public static let uploadBodyLimit: Int64 = 8 << 20
+
+    public var maxUploadBodyBytes: Int64? { Self.uploadBodyLimit }
+
+    /// `length` bytes of `file` from `offset`.
+    private static func read(_ file: URL, offset: Int64, length: Int64, for url: URL) throws -> Data {
+        func failure(_ reason: String) -> TransportError {
+            TransportError(.fileError, url: url, detail: "cannot read the upload's body from \(file.path): \(reason)")
+        }
+        guard offset >= 0, length >= 0 else { throw failure("\(offset)+\(length) is not a range of bytes") }
+        let descriptor = open(file.path, O_RDONLY | O_CLOEXEC)
+        guard descriptor >= 0 else { throw failure(String(cString: strerror(errno))) }
+        defer { close(descriptor) }
+        var data = Data(count: Int(length))
+        var done = 0
+        while done < data.count {
+            let count = data.withUnsafeMutableBytes { bytes in
+                pread(descriptor, bytes.baseAddress.map { $0 + done }, bytes.count - done, off_t(offset) + off_t(done))
+            }
+            if count < 0 && errno == EINTR { continue }
+            guard count > 0 else { throw failure(count < 0 ? String(cString: strerror(errno)) : "the file ended early") }
+            done += count
+        }
+        return data
     }
 
     private func makeRequest(url: URL, headers: HTTPHeaders) -> URLRequest {
@@ -148,17 +176,11 @@ public final class FoundationTransport: Transport {
         return urlRequest
     }
 
-    private static func fileSize(_ url: URL) -> Int64? {
-        var info = stat()
-        return stat(url.path, &info) == 0 ? Int64(info.st_size) : nil
-    }
-
     /// Runs one task to its end; cancelling the calling Swift task cancels the URLSession task.
     private func perform(
-        _ urlRequest: URLRequest, state: TransferState, fromFile: URL? = nil
+        _ urlRequest: URLRequest, state: TransferState
     ) async throws -> TransferOutcome {
-        let task =
-            fromFile.map { session.uploadTask(with: urlRequest, fromFile: $0) } ?? session.dataTask(with: urlRequest)
+        let task = session.dataTask(with: urlRequest)
         return try await withTaskCancellationHandler {
             try await withCheckedThrowingContinuation { continuation in
                 delegate.register(task, state: state, continuation: continuation)

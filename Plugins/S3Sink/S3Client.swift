@@ -39,6 +39,9 @@ public final class S3Client: Sendable {
 
     public let configuration: S3Configuration
     private let transport: any Transport
+
+    /// The largest body the transport uploads (``Transport/maxUploadBodyBytes``), or `nil`.
+    var maxUploadBodyBytes: Int64? { transport.maxUploadBodyBytes }
     private let policy: DownloadPolicy
     private let signer: SigV4Signer
     /// The signing time; tests move it to see the store refuse a skewed clock.

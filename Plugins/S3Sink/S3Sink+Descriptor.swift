@@ -44,8 +44,8 @@ extension S3Sink {
                     "part-size", .byteSize, default: .integer(Int(S3Configuration.defaultPartSize)),
                     defaultText: "64MiB",
                     doc: "Files larger than this go up as a multipart upload of parts this size (at least 5MiB; "
-                        + "raised for files above 10,000 parts). Parts are ranges of the file: the curl transport "
-                        + "sends them."),
+                        + "raised for files above 10,000 parts). Parts are ranges of the file, which the curl "
+                        + "transport streams; the foundation transport sends at most 8MiB, and parts are cut to fit."),
                 OptionSpec(
                     "part-concurrency", .integer(1...32), default: .integer(4),
                     doc: "Parts of one multipart upload sent at once."),

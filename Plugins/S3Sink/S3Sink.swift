@@ -9,8 +9,9 @@ import Synchronization
 /// Stores files as objects in an S3 bucket (AWS, or any S3-compatible store), named by the same
 /// ``LayoutTemplate`` and ``NameReserver`` as the directory sink, under a prefix: `prefix/Artist/Album/01 Title.m4a`.
 ///
-/// * Whole or absent: a file up to `part-size` is one PUT; a larger one a multipart upload, whose object appears
-///   only when the upload is completed. A failed upload is aborted.
+/// * Whole or absent: a file up to `part-size` (or the transport's ``Transport/maxUploadBodyBytes``, when smaller)
+///   is one PUT; a larger one a multipart upload of parts no larger, whose object appears only when the upload is
+///   completed. A failed upload is aborted.
 /// * Never silently overwritten: every write asks `If-None-Match: *` (a store that honours it answers 412 when the
 ///   key is taken), and a multipart upload checks the key first. A key that holds the same bytes (size and the
 ///   SHA-256 in its metadata) counts as stored, so that a run interrupted between the upload and the ledger
@@ -105,7 +106,7 @@ public final class S3Sink: Sink {
             let sha256 = try file.sha256 ?? Self.digest(of: file.url, offset: 0, length: file.size)
             stored.sha256 = sha256
             let headers = objectHeaders(for: plan, sha256: sha256, source: file.sourceURL)
-            if file.size <= configuration.partSize {
+            if file.size <= partSize {
                 let outcome = try await client.put(
                     key, body: .file(file.url, offset: 0, length: file.size), payloadHash: sha256, headers: headers,
                     exclusive: true)
@@ -161,13 +162,24 @@ public final class S3Sink: Sink {
 
     // MARK: Uploads
 
+    /// `part-size`, or the transport's largest upload body when that is smaller (the foundation transport's).
+    private var partSize: Int64 { min(configuration.partSize, client.maxUploadBodyBytes ?? .max) }
+
     /// Parts of `partSize` from the staged file, `partConcurrency` at a time, each signed with its own SHA-256;
     /// completed in order, or aborted when anything fails.
     private func multipartUpload(_ file: StagedFile, key: String, sha256: String, headers: HTTPHeaders) async throws {
+        let partSize = max(
+            self.partSize, (file.size + S3Configuration.maximumParts - 1) / S3Configuration.maximumParts)
+        if let limit = client.maxUploadBodyBytes, partSize > limit || limit < S3Configuration.minimumPartSize {
+            throw TransportError(
+                .unsupported, url: configuration.endpoint,
+                detail: "\(file.size) bytes need parts of \(max(partSize, S3Configuration.minimumPartSize)) "
+                    + "bytes (S3 allows \(S3Configuration.maximumParts) parts of at least "
+                    + "\(S3Configuration.minimumPartSize)), above the \(limit) bytes the transport uploads at "
+                    + "most: use the curl transport")
+        }
         let uploadID = try await client.createMultipartUpload(key, headers: headers)
         do {
-            let partSize = max(
-                configuration.partSize, (file.size + S3Configuration.maximumParts - 1) / S3Configuration.maximumParts)
             let count = Int((file.size + partSize - 1) / partSize)
             var etags = [String](repeating: "", count: count)
             try await withThrowingTaskGroup(of: (Int, String).self) { group in

@@ -49,11 +49,15 @@ public protocol Transport: Sendable {
     /// - Returns: the answer, whatever its status.
     /// - Throws: ``TransportError`` when no answer came (connection, timeout, cancellation, a body file that
     ///   cannot be read, an answer larger than `request.maxResponseBytes`); ``TransportError/Code/unsupported``
-    ///   from a transport that cannot upload.
+    ///   from a transport that cannot upload, or for a body above ``maxUploadBodyBytes``.
     func upload(
         _ request: UploadRequest,
         progress: @escaping @Sendable (Int64) -> Void
     ) async throws -> HTTPResponse
+
+    /// The largest body ``upload(_:progress:)`` sends, or `nil` when any size goes. A sink keeps what it uploads
+    /// within it (the s3 sink makes its multipart parts no larger). `nil` by default.
+    var maxUploadBodyBytes: Int64? { get }
 
     /// Releases connections and threads. Called once, when the run is over.
     func shutdown() async
@@ -61,6 +65,8 @@ public protocol Transport: Sendable {
 
 extension Transport {
     public func shutdown() async {}
+
+    public var maxUploadBodyBytes: Int64? { nil }
 
     /// Throws ``TransportError/Code/unsupported``: a transport written before uploads existed keeps compiling,
     /// and a sink that needs uploads says which transport it needs.

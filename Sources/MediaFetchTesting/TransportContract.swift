@@ -20,8 +20,9 @@ import Synchronization
 /// status and headers, streaming with the validator, resume with `Range` and `If-Range`, restart when the file
 /// changed, error statuses, redirects and refused schemes, truncation, reset, stall, cancellation, a hundred
 /// transfers at once, keep-alive, a 512 MiB file with flat memory; and uploads: the exact bytes of a file range
-/// or a buffer with the request's headers, a range of a file, a 512 MiB upload with flat memory, and cancellation
-/// of an upload.
+/// or a buffer with the request's headers, a range of a file, a 512 MiB upload with flat memory (or, from a
+/// transport whose ``Transport/maxUploadBodyBytes`` is smaller, its refusal before anything is sent), and
+/// cancellation of an upload.
 public enum TransportContract {
     /// What a clause asks of the transport it gets from `make`.
     public struct Settings: Sendable {
@@ -209,7 +210,9 @@ extension TransportContract.Clause {
             sent == String(bytes.count), "Content-Length was \(sent ?? "missing"), expected \(bytes.count)")
     }
 
-    /// A 512 MiB upload from a file goes out whole while resident memory grows by far less than the file.
+    /// A 512 MiB upload from a file goes out whole while resident memory grows by far less than the file. A
+    /// transport whose ``Transport/maxUploadBodyBytes`` is below that refuses it instead, with
+    /// ``TransportError/Code/unsupported`` and before sending anything.
     public static let largeUploadFlatMemory = Self("512 MiB upload with flat memory") { context in
         let size: Int64 = 512 << 20
         let file = context.file()
@@ -220,6 +223,28 @@ extension TransportContract.Clause {
         let handle = try FileHandle(forWritingTo: file)
         try handle.truncate(atOffset: UInt64(size))
         try handle.close()
+        var limited = false
+        try await context.with { transport in
+            guard let limit = transport.maxUploadBodyBytes, limit < size else { return }
+            limited = true
+            let before = context.server.requests.count
+            do {
+                let response = try await transport.upload(
+                    UploadRequest(
+                        url: context.server.url(path: "/upload/large.bin"),
+                        body: .file(file, offset: 0, length: limit + 1))
+                ) { _ in }
+                throw ClauseViolation(
+                    "an upload above maxUploadBodyBytes (\(limit)) answered \(response.status), expected a refusal")
+            } catch let error as TransportError {
+                try demand(
+                    error.code == .unsupported,
+                    "an upload above maxUploadBodyBytes (\(limit)) threw \(error), expected .unsupported")
+            }
+            try demand(
+                context.server.requests.count == before, "an upload above maxUploadBodyBytes reached the server")
+        }
+        if limited { return }
         var hasher = SHA256()
         let zeros = [UInt8](repeating: 0, count: 1 << 20)
         for _ in 0..<(size >> 20) { zeros.withUnsafeBytes { hasher.update($0) } }
@@ -250,17 +275,18 @@ extension TransportContract.Clause {
     /// Cancelling the task of an upload whose server stopped reading ends it promptly with a cancellation error.
     public static let uploadCancellation = Self("cancellation reaches an upload in flight") { context in
         let file = context.file()
-        try SinkContract.bytes(for: SinkContract.song(9), size: 16 << 20).write(to: file)
         context.server.setFaultHook { request in
             request.path == "/upload/stalled.bin" ? .stall(afterBytes: 100_000, seconds: 60) : nil
         }
         try await context.with { transport in
+            let length = min(16 << 20, transport.maxUploadBodyBytes ?? .max)
+            try SinkContract.bytes(for: SinkContract.song(9), size: Int(length)).write(to: file)
             let (firstBytes, sent) = AsyncStream.makeStream(of: Void.self)
             let upload = Task {
                 try await transport.upload(
                     UploadRequest(
                         url: context.server.url(path: "/upload/stalled.bin"),
-                        body: .file(file, offset: 0, length: 16 << 20))
+                        body: .file(file, offset: 0, length: length))
                 ) { bytes in
                     if bytes > 0 { sent.yield() }
                 }

@@ -93,16 +93,17 @@ extension SeaweedFSTests {
             }
         }
 
-        /// The foundation transport stores a multipart object too (each part sent from an unnamed copy of its
-        /// range): the object reads back byte for byte, no upload stays open, the staging folder holds nothing more.
+        /// The foundation transport stores a multipart object too, its parts kept within the transport's largest
+        /// body (8 MiB) whatever `part-size` says: the object reads back byte for byte, no upload stays open, the
+        /// staging folder holds nothing more.
         @Test func theFoundationTransportStoresAMultipartObject() async throws {
             let folder = try Self.scratch()
             defer { try? FileManager.default.removeItem(at: folder) }
             try await withSeaweedFS { store in
-                let size: Int64 = 12 << 20
+                let size: Int64 = 20 << 20
                 let (url, sha256) = try await onItsOwnThread { try Self.file(size, seed: 11, in: folder) }
-                let configuration = try store.configuration(bucket: SeaweedFS.bucketName(), partSize: 5 << 20)
-                let transport = FoundationTransport(.init(concurrency: 4))
+                let configuration = try store.configuration(bucket: SeaweedFS.bucketName(), partSize: 64 << 20)
+                let transport = UploadSizes(FoundationTransport(.init(concurrency: 4)))
                 defer { Task { await transport.shutdown() } }
                 let sink = S3Sink(
                     configuration: configuration, transport: transport,
@@ -116,6 +117,8 @@ extension SeaweedFSTests {
                 #expect(SHA256.hex(of: back) == sha256, "the object's bytes are not the file's")
                 #expect(try await sink.client.openUploads(prefix: "").isEmpty, "a multipart upload stayed open")
                 #expect(try FileManager.default.contentsOfDirectory(atPath: folder.path).isEmpty)
+                let limit = FoundationTransport.uploadBodyLimit
+                #expect(transport.fileBodies.sorted() == [size - 2 * limit, limit, limit])
             }
         }
 
@@ -346,6 +349,7 @@ final class SlowDownFirst: Transport {
     var uploads: Int { counts.withLock { $0.uploads } }
     var refused: Int { counts.withLock { $0.refused } }
     var maxConcurrentTransfers: Int { inner.maxConcurrentTransfers }
+    var maxUploadBodyBytes: Int64? { inner.maxUploadBodyBytes }
 
     func send(_ request: HTTPRequest) async throws -> HTTPResponse { try await inner.send(request) }
 
@@ -372,4 +376,31 @@ final class SlowDownFirst: Transport {
         return HTTPResponse(
             status: 503, headers: ["Content-Type": "application/xml"], url: request.url, body: Data(body.utf8))
     }
+}
+
+/// A transport in front of another that notes the length of each upload body sent from a file.
+final class UploadSizes: Transport {
+    private let inner: any Transport
+    private let lengths = Mutex<[Int64]>([])
+
+    init(_ inner: any Transport) { self.inner = inner }
+
+    var fileBodies: [Int64] { lengths.withLock { $0 } }
+    var maxConcurrentTransfers: Int { inner.maxConcurrentTransfers }
+    var maxUploadBodyBytes: Int64? { inner.maxUploadBodyBytes }
+
+    func send(_ request: HTTPRequest) async throws -> HTTPResponse { try await inner.send(request) }
+
+    func download(
+        _ request: DownloadRequest, progress: @escaping @Sendable (DownloadProgress) -> Void
+    ) async throws -> DownloadResult {
+        try await inner.download(request, progress: progress)
+    }
+
+    func upload(_ request: UploadRequest, progress: @escaping @Sendable (Int64) -> Void) async throws -> HTTPResponse {
+        if case .file(_, _, let length) = request.body { lengths.withLock { $0.append(length) } }
+        return try await inner.upload(request, progress: progress)
+    }
+
+    func shutdown() async { await inner.shutdown() }
 }
