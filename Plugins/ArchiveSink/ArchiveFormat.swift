@@ -1,17 +1,35 @@
 import CArchive
 
 /// The container an ``ArchiveSink`` writes.
-public enum ArchiveFormat: String, Sendable, Hashable, CaseIterable {
+///
+/// A format: a struct with one static member per format, not an enum, so that more formats can come in a later version
+/// without breaking code that switches over the formats; such a `switch` needs a `default`.
+public struct ArchiveFormat: RawRepresentable, Sendable, Hashable, CaseIterable, CustomStringConvertible {
+    /// The name, as a config spells it: `pax`.
+    public let rawValue: String
+
+    /// One of ``allCases`` by its name; nil for any other.
+    public init?(rawValue: String) {
+        guard let known = Self.allCases.first(where: { $0.rawValue == rawValue }) else { return nil }
+        self = known
+    }
+
+    private init(_ rawValue: String) { self.rawValue = rawValue }
+
     /// POSIX pax (restricted): plain ustar headers, plus a pax extended header only for an entry that needs
     /// one (a long or non-ASCII name, a large size), which carries the name in UTF-8. Read by every tar.
-    case pax
+    public static let pax = Self("pax")
     /// POSIX ustar: names up to 255 bytes (100 + 155 split at a `/`), files below 8 GiB; a name that does not
     /// fit is refused when planned. Names are written as UTF-8 bytes.
-    case ustar
+    public static let ustar = Self("ustar")
     /// GNU tar: long names through `././@LongLink` entries; names are written as UTF-8 bytes.
-    case gnutar
+    public static let gnutar = Self("gnutar")
     /// Zip, entries stored uncompressed (previews are compressed already), UTF-8 names flagged as such.
-    case zip
+    public static let zip = Self("zip")
+
+    public static let allCases: [Self] = [.pax, .ustar, .gnutar, .zip]
+
+    public var description: String { rawValue }
 
     /// Selects the format and its options on a write handle.
     func configure(
@@ -32,6 +50,8 @@ public enum ArchiveFormat: String, Sendable, Hashable, CaseIterable {
         case .zip:
             try check(archive_write_set_format_zip(handle), "select the zip format")
             try check(archive_write_set_format_option(handle, "zip", "compression", "store"), "store zip entries")
+        default:
+            throw ArchiveError("this build cannot write the \(rawValue) format")
         }
     }
 
@@ -49,7 +69,7 @@ public enum ArchiveFormat: String, Sendable, Hashable, CaseIterable {
                 + "use format: pax"
         case .zip:
             return bytes.count <= 65_535 ? nil : "the name is longer than zip allows"
-        case .pax, .gnutar:
+        default:
             return nil
         }
     }
@@ -58,7 +78,7 @@ public enum ArchiveFormat: String, Sendable, Hashable, CaseIterable {
     var maxEntrySize: Int64 {
         switch self {
         case .ustar: 8 * 1024 * 1024 * 1024 - 1
-        case .pax, .gnutar, .zip: Int64.max
+        default: Int64.max
         }
     }
 }

@@ -144,9 +144,9 @@ public final class CurlTransport: Transport {
             try easy.set(CURLOPT_ACCEPT_ENCODING, "", "CURLOPT_ACCEPT_ENCODING")
         }
         switch request.method {
-        case .head: try easy.set(CURLOPT_NOBODY, true, "CURLOPT_NOBODY")
-        case .delete: try easy.set(CURLOPT_CUSTOMREQUEST, "DELETE", "CURLOPT_CUSTOMREQUEST")
         case .get: break
+        case .head: try easy.set(CURLOPT_NOBODY, true, "CURLOPT_NOBODY")
+        default: try easy.set(CURLOPT_CUSTOMREQUEST, request.method.rawValue, "CURLOPT_CUSTOMREQUEST")
         }
         let transfer = try CurlTransfer(
             easy: easy, headerList: try CurlHeaderList(headers, url: request.url),

@@ -71,11 +71,12 @@ public struct PipelineSpec: Sendable {
     /// The download policy the config describes.
     public var downloadPolicy: DownloadPolicy { DownloadPolicy(options: download) }
 
-    public func selection(_ kind: PluginKind) -> PluginSelection {
+    public func selection(_ kind: PluginKind) -> PluginSelection? {
         switch kind {
         case .source: source
         case .transport: transport
         case .sink: sink
+        default: nil
         }
     }
 }

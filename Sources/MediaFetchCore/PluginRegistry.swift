@@ -1,10 +1,26 @@
 import Foundation
 
 /// The three kinds of plugin, one per config section.
-public enum PluginKind: String, Sendable, CaseIterable, CustomStringConvertible {
-    case source
-    case transport
-    case sink
+///
+/// A kind: a struct with one static member per kind, not an enum, so that more kinds can come in a later version
+/// without breaking code that switches over the kinds; such a `switch` needs a `default`.
+public struct PluginKind: RawRepresentable, Sendable, Hashable, CaseIterable, CustomStringConvertible {
+    /// The name, as `mediafetch plugins` and messages spell it: `source`.
+    public let rawValue: String
+
+    /// One of ``allCases`` by its name; nil for any other.
+    public init?(rawValue: String) {
+        guard let known = Self.allCases.first(where: { $0.rawValue == rawValue }) else { return nil }
+        self = known
+    }
+
+    private init(_ rawValue: String) { self.rawValue = rawValue }
+
+    public static let source = Self("source")
+    public static let transport = Self("transport")
+    public static let sink = Self("sink")
+
+    public static let allCases: [Self] = [.source, .transport, .sink]
 
     public var description: String { rawValue }
 }
@@ -152,6 +168,7 @@ public struct PluginRegistry: Sendable {
         case .source: sources.map(\.info)
         case .transport: transports.map(\.info)
         case .sink: sinks.map(\.info)
+        default: []
         }
     }
 

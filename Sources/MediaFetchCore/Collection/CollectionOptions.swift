@@ -125,6 +125,7 @@ public struct CollectionOptions: Sendable, Hashable {
         switch asset {
         case .preview: return url
         case .artwork: return ArtworkURL.resized(url, to: artworkSize)
+        default: return url
         }
     }
 }

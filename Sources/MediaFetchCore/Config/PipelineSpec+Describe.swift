@@ -17,7 +17,7 @@ extension PipelineSpec {
     public func describe() -> String {
         var lines = ["config: \(configPath)"]
         for kind in PluginKind.allCases {
-            let selection = selection(kind)
+            guard let selection = selection(kind) else { continue }
             // Without `use:` the selection points at the section (or nowhere), and the plugin is the default.
             let named = selection.location.flatMap { $0 == selection.options.sectionLocation ? nil : $0 }
             let origin = named.map(originText) ?? "default plugin"

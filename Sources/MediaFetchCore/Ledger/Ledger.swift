@@ -783,13 +783,32 @@ public struct LedgerKey: Sendable, Hashable, CustomStringConvertible {
     }
 }
 
-public enum LedgerStatus: String, Sendable, Codable, CaseIterable {
-    case pending
-    case partial
+/// Where an entry is: pending, partial, verified (staged, awaiting the sink's commit), stored or failed.
+///
+/// A status: a struct with one static member per status, not an enum, so that more statuses can come in a later version
+/// without breaking code that switches over the statuses; such a `switch` needs a `default`.
+public struct LedgerStatus: RawRepresentable, Sendable, Hashable, Codable, CaseIterable, CustomStringConvertible {
+    /// The name, as the ledger stores it: `stored`.
+    public let rawValue: String
+
+    /// One of ``allCases`` by its name; nil for any other.
+    public init?(rawValue: String) {
+        guard let known = Self.allCases.first(where: { $0.rawValue == rawValue }) else { return nil }
+        self = known
+    }
+
+    private init(_ rawValue: String) { self.rawValue = rawValue }
+
+    public static let pending = Self("pending")
+    public static let partial = Self("partial")
     /// Downloaded and checked, kept in the staging folder until the sink commits it (an archive's finish).
-    case verified
-    case stored
-    case failed
+    public static let verified = Self("verified")
+    public static let stored = Self("stored")
+    public static let failed = Self("failed")
+
+    public static let allCases: [Self] = [.pending, .partial, .verified, .stored, .failed]
+
+    public var description: String { rawValue }
 }
 
 /// One row of the ledger.

@@ -18,29 +18,50 @@ public struct LayoutTemplate: Sendable, Hashable, CustomStringConvertible {
     public static let defaultLayout = "{artist}/{album}/{track-number:02} {title}.{ext}"
 
     /// The fields a layout can use.
-    public enum Placeholder: String, Sendable, Hashable, CaseIterable {
+    ///
+    /// A field: a struct with one static member per field, not an enum, so that more fields can come in a later version
+    /// without breaking code that switches over the fields; such a `switch` needs a `default`.
+    public struct Placeholder: RawRepresentable, Sendable, Hashable, CaseIterable, CustomStringConvertible {
+        /// The name, as a layout spells it between braces: `track-number`.
+        public let rawValue: String
+
+        /// One of ``allCases`` by its name; nil for any other.
+        public init?(rawValue: String) {
+            guard let known = Self.allCases.first(where: { $0.rawValue == rawValue }) else { return nil }
+            self = known
+        }
+
+        private init(_ rawValue: String) { self.rawValue = rawValue }
+
         /// The item's id within its source (the iTunes track id, or the URL of a list entry).
-        case id
+        public static let id = Self("id")
         /// The catalog's kind ("song", "music-video").
-        case kind
-        case title
-        case artist
-        case album
+        public static let kind = Self("kind")
+        public static let title = Self("title")
+        public static let artist = Self("artist")
+        public static let album = Self("album")
         /// A number; takes a width.
-        case trackNumber = "track-number"
+        public static let trackNumber = Self("track-number")
         /// A number; takes a width.
-        case discNumber = "disc-number"
-        case genre
+        public static let discNumber = Self("disc-number")
+        public static let genre = Self("genre")
         /// The release year (UTC), a number; takes a width.
-        case year
+        public static let year = Self("year")
         /// The release date as `YYYY-MM-DD` (UTC).
-        case releaseDate = "release-date"
+        public static let releaseDate = Self("release-date")
         /// The play time as `3m25s` (`1h02m05s` past an hour): a colon is not allowed in Windows names.
-        case duration
+        public static let duration = Self("duration")
         /// The file extension without the dot ("m4a", "jpg"; "bin" when the URL has none).
-        case ext
+        public static let ext = Self("ext")
         /// Which file of the item: `preview` or `artwork`.
-        case asset
+        public static let asset = Self("asset")
+
+        public static let allCases: [Self] = [
+            .id, .kind, .title, .artist, .album, .trackNumber, .discNumber, .genre, .year, .releaseDate, .duration,
+            .ext, .asset,
+        ]
+
+        public var description: String { rawValue }
 
         /// Whether `{name:NN}` zero-padding applies.
         public var isNumeric: Bool {
@@ -128,6 +149,7 @@ public struct LayoutTemplate: Sendable, Hashable, CustomStringConvertible {
         case .duration: item.durationMillis.map(durationText) ?? ""
         case .ext: item.fileExtension(for: asset)
         case .asset: asset.rawValue
+        default: ""
         }
     }
 
