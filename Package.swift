@@ -92,7 +92,7 @@ let package = Package(
         plugin("ITunesSource"),
         plugin("URLListSource"),
         plugin("PodcastSource", dependencies: ["CLibXML2"]),
-        plugin("FoundationTransport", dependencies: ["CLinux"]),
+        plugin("FoundationTransport"),
         plugin("CurlTransport", dependencies: ["CCurl"]),
         plugin("DirectorySink", dependencies: ["CLinux"]),
         plugin("ArchiveSink", dependencies: ["CArchive", "CLinux"]),

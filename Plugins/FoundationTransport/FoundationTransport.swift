@@ -43,6 +43,7 @@ public final class FoundationTransport: Transport {
     public let configuration: Configuration
     private let session: URLSession
     private let delegate: SessionDelegate
+    private let budget = UploadBudget(bytes: FoundationTransport.uploadMemoryBudget)
 
     public var maxConcurrentTransfers: Int { configuration.concurrency }
 
@@ -103,7 +104,9 @@ public final class FoundationTransport: Transport {
     }
 
     /// Sends the buffer, or the file's bytes read into memory, with their `Content-Length`; the answer is buffered
-    /// like `send`'s. A body above ``maxUploadBodyBytes`` is refused (`.unsupported`) before anything is sent.
+    /// like `send`'s. A file body above ``maxUploadBodyBytes`` is refused (`.unsupported`) before anything is sent;
+    /// file bodies in memory at once, across every upload of the transport, stay within ``uploadMemoryBudget``
+    /// (an upload waits for room before it reads its file). A buffer is sent as it is, whatever its size.
     ///
     /// Why in memory: FoundationNetworking on Linux streams a file body by reading ahead with DispatchIO, pausing
     /// libcurl's send while a read is out; a transfer that ends meanwhile (cancelled, the connection reset, a
@@ -116,11 +119,11 @@ public final class FoundationTransport: Transport {
         progress: @escaping @Sendable (Int64) -> Void
     ) async throws -> HTTPResponse {
         if let error = TransportError.checkScheme(request.url) { throw error }
-        guard request.body.length <= Self.uploadBodyLimit else {
+        if case .file(_, _, let length) = request.body, length > Self.fileBodyLimit {
             throw TransportError(
                 .unsupported, url: request.url,
-                detail: "the foundation transport sends bodies of at most \(Self.uploadBodyLimit >> 20) MiB, "
-                    + "this one has \(request.body.length) bytes: send it in parts, or use the curl transport")
+                detail: "the foundation transport sends file bodies of at most \(Self.fileBodyLimit >> 20) MiB, "
+                    + "this one has \(length) bytes: send it in parts, or use the curl transport")
         }
         var urlRequest = makeRequest(url: request.url, headers: request.headers)
         urlRequest.httpMethod = request.method.rawValue
@@ -131,8 +134,16 @@ public final class FoundationTransport: Transport {
         case .bytes(let data):
             urlRequest.httpBody = data
         case .file(let file, let offset, let length):
-            urlRequest.httpBody = try Self.read(file, offset: offset, length: length, for: request.url)
+            try await budget.take(length)
+            do {
+                urlRequest.httpBody = try Self.read(file, offset: offset, length: length, for: request.url)
+            } catch {
+                budget.give(length)
+                throw error
+            }
         }
+        // FoundationNetworking copies the body once more; both copies go when the task has ended.
+        defer { if case .file(_, _, let length) = request.body { budget.give(length) } }
         var transfer = BufferedTransfer(limit: request.maxResponseBytes)
         transfer.uploadProgress = progress
         let outcome = try await perform(urlRequest, state: .buffered(transfer))
@@ -140,11 +151,16 @@ public final class FoundationTransport: Transport {
         return response
     }
 
-    /// The largest upload body: read into memory, and copied once more by FoundationNetworking, so an upload
-    /// holds about twice this at most. Above S3's smallest multipart part (5 MiB).
-    public static let uploadBodyLimit: Int64 = 8 << 20
+    /// The largest file body: 8 MiB, above S3's smallest multipart part (5 MiB).
+    static let fileBodyLimit: Int64 = 8 << 20
 
-    public var maxUploadBodyBytes: Int64? { Self.uploadBodyLimit }
+    /// 8 MiB: the largest file body ``upload(_:progress:)`` sends. It is read into memory whole (and copied once
+    /// more by FoundationNetworking); the s3 sink cuts its parts to it.
+    public var maxUploadBodyBytes: Int64? { Self.fileBodyLimit }
+
+    /// 64 MiB: the most file-body bytes this transport reads into memory for its uploads at once, eight bodies of
+    /// the largest size; in memory with FoundationNetworking's copies, about twice that.
+    public static let uploadMemoryBudget: Int64 = 64 << 20
 
     /// `length` bytes of `file` from `offset`.
     private static func read(_ file: URL, offset: Int64, length: Int64, for url: URL) throws -> Data {

@@ -11,10 +11,6 @@ extern int sync_file_range(int fd, long long offset, long long count, unsigned i
 // glibc's own prototype (unistd.h, _GNU_SOURCE only): flushes the filesystem that holds fd.
 extern int syncfs(int fd);
 
-// glibc's own prototype (unistd.h, _GNU_SOURCE only): copies between files inside the kernel.
-extern long copy_file_range(int infd, long long *pinoff, int outfd, long long *poutoff, unsigned long length,
-                            unsigned int flags);
-
 /// Starts writing a file's dirty pages out and returns without waiting for them (SYNC_FILE_RANGE_WRITE):
 /// a later fsync then finds most of the work done. Returns 0, or -1 with errno.
 static inline int mf_start_write_out(int fd) {

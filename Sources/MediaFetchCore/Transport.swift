@@ -17,9 +17,9 @@ import Foundation
 /// * `request.onResponse`, when set, is called once a 200 or 206 arrives, before its body is written.
 /// * Task cancellation reaches the transfer: a cancelled `send` or `download` stops promptly,
 ///   frees its connection and throws ``TransportError/Code/cancelled`` (or `CancellationError`).
-/// * ``upload(_:progress:)`` streams its body from the file range (or the buffer) with a `Content-Length` and
-///   never holds a whole file in memory; it answers whatever the status, like ``send(_:)``, and a cancelled
-///   upload stops promptly. A transport that cannot upload keeps the default, which throws
+/// * ``upload(_:progress:)`` sends its body from the file range (or the buffer) with a `Content-Length`, and
+///   holds no more of a file in memory than ``maxUploadBodyBytes`` (none at all, streaming, when that is `nil`);
+///   it answers whatever the status, like ``send(_:)``, and a cancelled upload stops promptly. A transport that cannot upload keeps the default, which throws
 ///   ``TransportError/Code/unsupported``.
 /// * The same instance serves many concurrent calls, and reuses connections between them.
 public protocol Transport: Sendable {
@@ -55,8 +55,12 @@ public protocol Transport: Sendable {
         progress: @escaping @Sendable (Int64) -> Void
     ) async throws -> HTTPResponse
 
-    /// The largest body ``upload(_:progress:)`` sends, or `nil` when any size goes. A sink keeps what it uploads
-    /// within it (the s3 sink makes its multipart parts no larger). `nil` by default.
+    /// The largest body from a file (``UploadRequest/Body/file(_:offset:length:)``) that ``upload(_:progress:)``
+    /// sends, or `nil` when any size goes; a larger one is refused with ``TransportError/Code/unsupported`` before
+    /// anything is sent. A sink keeps what it uploads within it: the s3 sink makes its multipart parts no larger
+    /// (a limit under S3's smallest part, 5 MiB, leaves it single PUTs up to the limit). The value must not change
+    /// over the transport's life. `nil` by default; declare it as `Int64?`, since a property of another type does
+    /// not take the default's place.
     var maxUploadBodyBytes: Int64? { get }
 
     /// Releases connections and threads. Called once, when the run is over.
@@ -66,6 +70,7 @@ public protocol Transport: Sendable {
 extension Transport {
     public func shutdown() async {}
 
+    /// `nil`: a transport streams file bodies of any size unless it says otherwise.
     public var maxUploadBodyBytes: Int64? { nil }
 
     /// Throws ``TransportError/Code/unsupported``: a transport written before uploads existed keeps compiling,

@@ -1,7 +1,6 @@
 import Foundation
 
-/// A streaming PUT or POST whose body comes from a range of a file or from a small buffer: an object store's
-/// upload. The answer is small (status, headers, a short XML or JSON body) and is buffered.
+/// A PUT or POST whose body comes from a range of a file or from a small buffer: an object store's upload. The answer is small (status, headers, a short XML or JSON body) and is buffered.
 public struct UploadRequest: Sendable {
     /// The methods an upload may use.
     ///
@@ -29,8 +28,8 @@ public struct UploadRequest: Sendable {
 
     /// Where the body comes from.
     public enum Body: Sendable, Hashable {
-        /// `length` bytes of the file at `url` from byte `offset`, read as they are sent: a transport never
-        /// holds them whole.
+        /// `length` bytes of the file at `url` from byte `offset`, read as they are sent (a transport with a
+        /// ``Transport/maxUploadBodyBytes`` may read that much into memory first).
         case file(URL, offset: Int64, length: Int64)
         /// Bytes already in memory; for small bodies (a multipart upload's completion list).
         case bytes(Data)

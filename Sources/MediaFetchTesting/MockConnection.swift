@@ -213,6 +213,7 @@ final class MockConnection {
         request.uploadedBytes = received
         request.uploadedSHA256 = hasher.finalize()
         core.log(request)
+        if plan.delay > 0, core.waitForStop(seconds: plan.delay) { return .close }
         let keepAlive = Self.wantsKeepAlive(head) && !plan.closeAfterResponse
         if case .respond(let status, let headers, let body) = plan.replacement {
             var fields = headers

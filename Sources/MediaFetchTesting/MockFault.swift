@@ -25,7 +25,7 @@ public enum MockFault: Sendable {
     case redirect(status: Int, location: String)
     /// Send `Connection: close` and close after this response.
     case closeAfterResponse
-    /// Wait this long before answering.
+    /// Wait this long before answering (an upload: once its body is in).
     case delay(seconds: Double)
     /// Close the connection without answering at all.
     case dropConnection

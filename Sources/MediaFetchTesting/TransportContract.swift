@@ -211,8 +211,9 @@ extension TransportContract.Clause {
     }
 
     /// A 512 MiB upload from a file goes out whole while resident memory grows by far less than the file. A
-    /// transport whose ``Transport/maxUploadBodyBytes`` is below that refuses it instead, with
-    /// ``TransportError/Code/unsupported`` and before sending anything.
+    /// transport whose ``Transport/maxUploadBodyBytes`` is below that (and at least 1 MiB) sends a body of exactly
+    /// its limit whole instead, and refuses one byte more with ``TransportError/Code/unsupported``, before sending
+    /// anything.
     public static let largeUploadFlatMemory = Self("512 MiB upload with flat memory") { context in
         let size: Int64 = 512 << 20
         let file = context.file()
@@ -227,6 +228,15 @@ extension TransportContract.Clause {
         try await context.with { transport in
             guard let limit = transport.maxUploadBodyBytes, limit < size else { return }
             limited = true
+            try demand(limit >= 1 << 20, "maxUploadBodyBytes is \(limit): below 1 MiB, nothing worth uploading fits")
+            let exact = try await transport.upload(
+                UploadRequest(
+                    url: context.server.url(path: "/upload/limit.bin"), body: .file(file, offset: 0, length: limit))
+            ) { _ in }
+            try demand(
+                exact.status == 200 && exact.headers["x-received-bytes"] == String(limit),
+                "a body of exactly maxUploadBodyBytes (\(limit)) answered \(exact.status) after "
+                    + "\(exact.headers["x-received-bytes"] ?? "?") bytes, expected it whole")
             let before = context.server.requests.count
             do {
                 let response = try await transport.upload(
@@ -275,11 +285,13 @@ extension TransportContract.Clause {
     /// Cancelling the task of an upload whose server stopped reading ends it promptly with a cancellation error.
     public static let uploadCancellation = Self("cancellation reaches an upload in flight") { context in
         let file = context.file()
-        context.server.setFaultHook { request in
-            request.path == "/upload/stalled.bin" ? .stall(afterBytes: 100_000, seconds: 60) : nil
-        }
         try await context.with { transport in
-            let length = min(16 << 20, transport.maxUploadBodyBytes ?? .max)
+            // The largest body the transport sends, up to 16 MiB; the server stops reading a little way in.
+            let length = min(16 << 20, max(2, transport.maxUploadBodyBytes ?? .max))
+            let stallAfter = Int(min(100_000, length / 2))
+            context.server.setFaultHook { request in
+                request.path == "/upload/stalled.bin" ? .stall(afterBytes: stallAfter, seconds: 60) : nil
+            }
             try SinkContract.bytes(for: SinkContract.song(9), size: Int(length)).write(to: file)
             let (firstBytes, sent) = AsyncStream.makeStream(of: Void.self)
             let upload = Task {

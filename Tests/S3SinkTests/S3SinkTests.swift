@@ -117,8 +117,22 @@ extension SeaweedFSTests {
                 #expect(SHA256.hex(of: back) == sha256, "the object's bytes are not the file's")
                 #expect(try await sink.client.openUploads(prefix: "").isEmpty, "a multipart upload stayed open")
                 #expect(try FileManager.default.contentsOfDirectory(atPath: folder.path).isEmpty)
-                let limit = FoundationTransport.uploadBodyLimit
+                let limit = try #require(transport.maxUploadBodyBytes)
                 #expect(transport.fileBodies.sorted() == [size - 2 * limit, limit, limit])
+
+                // A transport that sends less than S3's smallest part cannot carry a multipart upload: the sink
+                // says so before it opens one.
+                let small = UploadSizes(FoundationTransport(), limit: 4 << 20)
+                defer { Task { await small.shutdown() } }
+                let smallSink = S3Sink(configuration: configuration, transport: small)
+                let (six, sixSHA) = try await onItsOwnThread { try Self.file(6 << 20, seed: 12, in: folder) }
+                let refused = try await smallSink.plan(Self.song, asset: .artwork)
+                let error = await #expect(throws: SinkError.self) {
+                    _ = try await smallSink.store(Self.staged(six, 6 << 20, sixSHA), as: refused)
+                }
+                #expect(error?.description.contains("use the curl transport") == true, "\(String(describing: error))")
+                #expect(small.fileBodies.isEmpty)
+                #expect(try await sink.client.openUploads(prefix: "").isEmpty, "a multipart upload was opened")
             }
         }
 
@@ -382,12 +396,17 @@ final class SlowDownFirst: Transport {
 final class UploadSizes: Transport {
     private let inner: any Transport
     private let lengths = Mutex<[Int64]>([])
+    private let limit: Int64?
 
-    init(_ inner: any Transport) { self.inner = inner }
+    /// `limit`, when given, is the ``Transport/maxUploadBodyBytes`` this one reports instead of the inner one's.
+    init(_ inner: any Transport, limit: Int64? = nil) {
+        self.inner = inner
+        self.limit = limit
+    }
 
     var fileBodies: [Int64] { lengths.withLock { $0 } }
     var maxConcurrentTransfers: Int { inner.maxConcurrentTransfers }
-    var maxUploadBodyBytes: Int64? { inner.maxUploadBodyBytes }
+    var maxUploadBodyBytes: Int64? { limit ?? inner.maxUploadBodyBytes }
 
     func send(_ request: HTTPRequest) async throws -> HTTPResponse { try await inner.send(request) }
 
