@@ -2,6 +2,7 @@ import Foundation
 import MediaFetchCore
 import MediaFetchTesting
 import PostgreSQLLedger
+import Synchronization
 import Testing
 
 /// The built `mediafetch` as several workers of one run through a real PostgreSQL: every item stored once, under
@@ -15,10 +16,12 @@ struct WorkerRunTests {
         let folder: URL
         let uri: String
 
-        init(database: PostgreSQLServer, previewDelay: Double = 0.15) throws {
+        init(database: PostgreSQLServer, previewDelay: Double = 0.15, gate: PreviewGate? = nil) throws {
             server = try MockCatalogServer()
             server.setFaultHook { request in
-                request.path.hasPrefix("/itunes-assets/") ? .delay(seconds: previewDelay) : nil
+                guard request.path.hasPrefix("/itunes-assets/") else { return nil }
+                gate?.pass()
+                return .delay(seconds: previewDelay)
             }
             folder = FileManager.default.temporaryDirectory.appendingPathComponent("workers-\(UUID().uuidString)")
             try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
@@ -93,7 +96,8 @@ struct WorkerRunTests {
 
     @Test func threeWorkersOneKilledStoreEveryItemOnceUnderTheNamesOfOne() async throws {
         try await PostgreSQLServer.with { database in
-            let setup = try Setup(database: database)
+            let gate = PreviewGate()
+            let setup = try Setup(database: database, gate: gate)
             defer { setup.close() }
             let solo = try await WorkerChild.run(
                 ["run", try setup.config(name: "solo", collection: "solo"), "--quiet", "--json", "--worker", "solo"],
@@ -103,14 +107,15 @@ struct WorkerRunTests {
             #expect(reference.count >= 50)
 
             let config = try setup.config(name: "shared", collection: "shared")
+            // A third of the way in, the server holds every further preview: all three workers are then in the
+            // middle of the run, however slow the machine, when w2 is killed.
+            gate.close(after: reference.count / 3)
             let workers = try (1...3).map {
                 try WorkerChild(["run", config, "--quiet", "--json", "--worker", "w\($0)"], in: setup.folder)
             }
-            // Halfway: a third of the files are there.
-            try await waitFor("a third of the files stored", seconds: 120) {
-                try setup.files("shared").count >= reference.count / 3
-            }
+            try await waitFor("a third of the previews served, the rest held", seconds: 120) { gate.held > 0 }
             kill(workers[1].process.processIdentifier, SIGKILL)
+            gate.open()
             let first = try await workers[0].wait()
             let killed = try await workers[1].wait()
             let third = try await workers[2].wait()
@@ -236,3 +241,29 @@ struct WorkerRunTests {
 /// The built `mediafetch` as a child process, its output in files.
 /// A worker (or `status`) as a child process: the testing kit's runner.
 typealias WorkerChild = ChildProcess
+
+/// Lets previews through until it is closed after a number of them, then holds each further one (its server
+/// thread waits, at most a minute) until it is opened again.
+final class PreviewGate: Sendable {
+    private let state = Mutex((passed: 0, limit: Int.max, held: 0, open: true))
+
+    /// Previews held so far.
+    var held: Int { state.withLock { $0.held } }
+
+    func close(after count: Int) { state.withLock { $0 = (passed: 0, limit: count, held: 0, open: false) } }
+
+    func open() { state.withLock { $0.open = true } }
+
+    /// Called for each preview request, on its connection's thread.
+    func pass() {
+        let wait = state.withLock { state -> Bool in
+            state.passed += 1
+            guard !state.open, state.passed > state.limit else { return false }
+            state.held += 1
+            return true
+        }
+        guard wait else { return }
+        let deadline = ContinuousClock.now + .seconds(60)
+        while !state.withLock({ $0.open }) && ContinuousClock.now < deadline { usleep(2_000) }
+    }
+}
