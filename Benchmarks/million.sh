@@ -6,9 +6,11 @@
 #   Benchmarks/million.sh                           # the headline rows: 20,000 x 10 KB and 100,000 x 1 KB
 #   ROWS="1000x1 10000x1 100000x1 1000000x1" Benchmarks/million.sh
 #   ROWS=10000x1 TOOLS="mediafetch-nosync" Benchmarks/million.sh
+#   ROWS="10000x1 100000x1" TOOLS="mediafetch-shared" Benchmarks/million.sh   # a worker of a shared run
 #
 # Environment: ROWS (COUNTxKB words, default "20000x10 100000x1"), RUNS (rounds, default 1; the median is
-# printed), CONCURRENCY (default 16), TOOLS (default: mediafetch-nosync mediafetch-durable curl wget),
+# printed), CONCURRENCY (default 16), TOOLS (default: mediafetch-nosync mediafetch-durable curl wget; also
+# mediafetch-shared: one worker of a shared run, `sync: false`, its ledger a throwaway PostgreSQL 15 on loopback),
 # WGET_MAX (the largest count wget is run for, default 100000: it fetches one at a time), FRESH_FS (set: each run
 # writes into an ext4 made for it, see fresh_filesystem; needs root, mkfs.ext4 and a loop device), CACHE (where the
 # trees are generated once, default .build/bench-cache), MEDIAFETCH (a prebuilt binary; default: swift build
@@ -64,7 +66,12 @@ OUT=$WORK/out
 FRESH=$WORK/fresh
 [[ -n "${FRESH_FS:-}" ]] && OUT=$FRESH/out
 NGINX_PID=""
+PGBIN=/usr/lib/postgresql/15/bin
+# PostgreSQL refuses root: the cluster belongs to the postgres user then (Debian's package makes it).
+AS=()
+[[ $(id -u) -eq 0 ]] && AS=(setpriv --reuid=postgres --regid=postgres --clear-groups --)
 cleanup() {
+    [[ -f "$WORK/pg/data/postmaster.pid" ]] && "${AS[@]}" "$PGBIN/pg_ctl" -D "$WORK/pg/data" -m immediate -w stop > /dev/null
     [[ -n "$NGINX_PID" ]] && kill "$NGINX_PID" 2> /dev/null && wait "$NGINX_PID" 2> /dev/null
     mountpoint -q "$FRESH" 2> /dev/null && umount "$FRESH"
     rm -rf "$WORK"
@@ -83,6 +90,20 @@ fresh_filesystem() { # COUNT
 }
 trap cleanup EXIT
 
+LEDGER=""
+if [[ " $TOOLS " == *" mediafetch-shared "* ]]; then
+    [[ -x "$PGBIN/initdb" ]] || { echo "missing: $PGBIN/initdb (apt-get install postgresql)" >&2; exit 2; }
+    PG_PORT=$(free_port)
+    mkdir -p "$WORK/pg"
+    chmod 755 "$WORK"
+    [[ ${#AS[@]} -gt 0 ]] && chown postgres "$WORK/pg"
+    (cd "$WORK/pg" && "${AS[@]}" "$PGBIN/initdb" -D "$WORK/pg/data" -U postgres -A trust --no-sync -E UTF8 \
+        --locale=C.UTF-8 > "$WORK/pg/initdb.log")
+    (cd "$WORK/pg" && "${AS[@]}" "$PGBIN/pg_ctl" -D "$WORK/pg/data" -l "$WORK/pg/server.log" -w \
+        -o "-k $WORK/pg -c listen_addresses=127.0.0.1 -p $PG_PORT -c fsync=off" start > /dev/null)
+    LEDGER="postgresql://postgres@127.0.0.1:$PG_PORT/postgres"
+fi
+
 PORT=$(free_port)
 mkdir -p "$CACHE"
 # Buffered, so that logging costs the server little; flushed when nginx stops or the buffer fills.
@@ -96,8 +117,10 @@ requests() { # how many requests nginx has logged so far (waits out its one-seco
     wc -l < "$WORK/nginx/access.log"
 }
 
-mediafetch_config() { # LIST SYNC -> config path
+mediafetch_config() { # LIST SYNC [LEDGER] -> config path
     cat > "$WORK/mediafetch-$2.yaml" <<YAML
+${3:+ledger: $3}
+${3:+name: shared-$(date +%s%N)}
 source:
   use: urls
   file: $1
@@ -118,6 +141,9 @@ command_for() { # TOOL LIST -> the command line, one word per line
     case $1 in
         mediafetch-nosync) printf '%s\n' "$MEDIAFETCH" run "$(mediafetch_config "$2" false)" --quiet ;;
         mediafetch-durable) printf '%s\n' "$MEDIAFETCH" run "$(mediafetch_config "$2" true)" --quiet ;;
+        mediafetch-shared)
+            # Each run a run of its own name (mediafetch_config's), so that none finds the last one's rows.
+            printf '%s\n' "$MEDIAFETCH" run "$(mediafetch_config "$2" false "$LEDGER")" --quiet --worker w1 ;;
         curl)
             awk '{ n = split($0, p, "/"); printf "url = \"%s\"\noutput = \"%s\"\n", $0, p[n] }' "$2" > "$2.curl"
             printf '%s\n' curl -s -S --noproxy '*' -Z --parallel-max "$CONCURRENCY" --config "$2.curl" ;;

@@ -19,7 +19,9 @@ public final class PostgreSQLLedger: Sendable {
         schemes: ["postgresql", "postgres"],
         summary: "PostgreSQL (libpq): one run shared by workers on any machine that reaches the server"
     ) { request in
-        try PostgreSQLLedger(uri: request.selection.uri, run: request.runName, worker: request.worker)
+        try PostgreSQLLedger(
+            uri: request.selection.uri, run: request.runName, worker: request.worker,
+            plannerKeys: request.stateDirectory.appendingPathComponent("planner-keys"))
     }
 
     /// The URI with the password removed, for messages.
@@ -58,10 +60,15 @@ public final class PostgreSQLLedger: Sendable {
     typealias Write = LedgerWrite
 
     private let queue = Mutex(Queue())
-    /// Every run key this process took since its ``resetRunKeys()``, nil before one. The planner resets the keys
-    /// and is the only one to take any while it holds the planning lock, so these are all there are and a lookup
-    /// needs no round trip (the price: a planned name's key in memory per item, for the planner only).
-    private let takenHere = Mutex<[RunKeyID: String?]?>(nil)
+    /// The run keys this process took since its ``resetRunKeys()``, nil before one: on this machine's disk, in a
+    /// SQLite ledger of their own (its filter answers most lookups without reading it). The planner resets the keys
+    /// and is the only one to take any while it holds the planning lock, so these are all there are: a lookup needs
+    /// no round trip, none goes to the server, and the planner holds nothing per item in memory.
+    private let takenHere = Mutex<Ledger?>(nil)
+    /// Where ``takenHere`` is opened.
+    private let plannerKeys: URL
+    /// Whether ``plannerKeys`` is a temporary folder of this instance's own, removed with it.
+    private let ownsPlannerKeys: Bool
     /// When each claim this worker holds was last known live on the server (taken before the statement that set
     /// its lease was sent): a store within the lease of it needs no round trip to confirm the claim.
     let claimedAt = Mutex<[LedgerKey: ContinuousClock.Instant]>([:])
@@ -91,10 +98,16 @@ public final class PostgreSQLLedger: Sendable {
     ///   - batchSize: queued writes that make a batch due (or `batchAge` since the last): four times SQLite's, since
     ///     a batch is a round trip and a download that spans two batches costs three statements instead of one.
     ///   - batchAge: how old a batch may grow before it is due.
+    ///   - plannerKeys: the folder where this worker keeps the run's keys (planned names, ids seen) while it plans;
+    ///     the run's state directory has one (`planner-keys`). Default: a temporary folder, removed with the ledger.
     public init(
         uri: String, run: String, worker: String? = nil, lease: Duration = .seconds(15), batchSize: Int = 1024,
-        batchAge: Duration = .milliseconds(250)
+        batchAge: Duration = .milliseconds(250), plannerKeys: URL? = nil
     ) throws {
+        self.plannerKeys =
+            plannerKeys
+            ?? FileManager.default.temporaryDirectory.appendingPathComponent("mediafetch-planner-keys-\(UUID())")
+        ownsPlannerKeys = plannerKeys == nil
         self.uri = uri
         self.run = run
         self.worker = worker ?? LedgerRequest.defaultWorker
@@ -109,6 +122,10 @@ public final class PostgreSQLLedger: Sendable {
             throw LedgerError("the ledger URI \(location) is not one libpq reads: \(error.message)")
         }
         try withConnection { try Self.migrate($0, location: location) }
+    }
+
+    deinit {
+        if ownsPlannerKeys { try? FileManager.default.removeItem(at: plannerKeys) }
     }
 
     /// Runs `body` with the connection, connecting first when there is none; a connection that broke is dropped,
@@ -453,13 +470,17 @@ extension PostgreSQLLedger: RunLedger {
                 queue.runKeys.removeAll()
             }
             _ = try withConnection { try $0.query("DELETE FROM mediafetch_run_keys WHERE run = $1", [.text(run)]) }
-            takenHere.withLock { $0 = [:] }
+            try takenHere.withLock { taken in
+                let local = try taken ?? Ledger(directory: plannerKeys)
+                try local.resetRunKeys()
+                taken = local
+            }
         }
     }
 
     public func runKey(scope: String, key: String) throws -> String?? {
+        if let taken = takenHere.withLock({ $0 }) { return try taken.runKey(scope: scope, key: key) }
         // The gate first, so that no batch is between the queue and the server while we look.
-        if let taken = takenHere.withLock({ $0 }) { return taken[RunKeyID(scope: scope, key: key)] }
         return try commitGate.withLock { _ in
             if let queued = queue.withLock({ $0.runKeys[RunKeyID(scope: scope, key: key)] }) { return .some(queued) }
             return try withConnection { connection in
@@ -473,12 +494,12 @@ extension PostgreSQLLedger: RunLedger {
 
     public func takeRunKey(scope: String, key: String, value: String?) {
         // After a reset this process holds every key there is (see ``takenHere``): none goes to the server.
-        let held = takenHere.withLock { taken -> Bool in
-            guard taken != nil else { return false }
-            taken?[RunKeyID(scope: scope, key: key)] = .some(value)
-            return true
+        if let taken = takenHere.withLock({ $0 }) {
+            taken.takeRunKey(scope: scope, key: key, value: value)
+            // A batch that cannot be written stays queued, and is looked up there.
+            try? taken.flushIfDue()
+            return
         }
-        guard !held else { return }
         queue.withLock { queue in
             queue.pending.append(.runKey(scope: scope, key: key, value: value))
             queue.runKeys[RunKeyID(scope: scope, key: key)] = .some(value)
