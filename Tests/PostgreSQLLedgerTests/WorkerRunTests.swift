@@ -133,6 +133,9 @@ struct WorkerRunTests {
             #expect(entries.count == reference.count)
             #expect(entries.allSatisfy { $0.status == .stored })
             #expect(Set(entries.compactMap(\.location)).count == reference.count)
+            // The planner kept the run's names and ids on this machine's disk, not in memory.
+            let plannerKeys = setup.folder.appendingPathComponent("state-shared/planner-keys/\(Ledger.fileName)")
+            #expect(FileManager.default.fileExists(atPath: plannerKeys.path))
 
             let status = try await WorkerChild.run(["status", config, "--json"], in: setup.folder)
             let shown = try JSONDecoder().decode(StatusReport.self, from: Data(status.stdout.utf8))
