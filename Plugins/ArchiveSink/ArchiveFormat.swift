@@ -1,18 +1,12 @@
 import CArchive
+import MediaFetchCore
 
 /// The container an ``ArchiveSink`` writes.
 ///
-/// A format: a struct with one static member per format, not an enum, so that more formats can come in a later version
-/// without breaking code that switches over the formats; such a `switch` needs a `default`.
-public struct ArchiveFormat: RawRepresentable, Sendable, Hashable, CaseIterable, CustomStringConvertible {
+/// An ``OpenEnumeration``: more formats may come in a later version, so a `switch` over them needs a `default`.
+public struct ArchiveFormat: OpenEnumeration {
     /// The name, as a config spells it: `pax`.
     public let rawValue: String
-
-    /// One of ``allCases`` by its name; nil for any other.
-    public init?(rawValue: String) {
-        guard let known = Self.allCases.first(where: { $0.rawValue == rawValue }) else { return nil }
-        self = known
-    }
 
     private init(_ rawValue: String) { self.rawValue = rawValue }
 
@@ -28,8 +22,6 @@ public struct ArchiveFormat: RawRepresentable, Sendable, Hashable, CaseIterable,
     public static let zip = Self("zip")
 
     public static let allCases: [Self] = [.pax, .ustar, .gnutar, .zip]
-
-    public var description: String { rawValue }
 
     /// Selects the format and its options on a write handle.
     func configure(

@@ -2,17 +2,12 @@ import Foundation
 
 /// A small, buffered HTTP exchange: API calls such as an iTunes search.
 public struct HTTPRequest: Sendable {
-    /// The method: a struct with one static member per method, not an enum, so that more methods can come in a later
-    /// version without breaking code that switches over them; such a `switch` needs a `default`.
-    public struct Method: RawRepresentable, Sendable, Hashable, CaseIterable, CustomStringConvertible {
+    /// The methods a request may use.
+    ///
+    /// An ``OpenEnumeration``: more methods may come in a later version, so a `switch` over them needs a `default`.
+    public struct Method: OpenEnumeration {
         /// The method as sent: `GET`.
         public let rawValue: String
-
-        /// One of ``allCases`` by its name; nil for any other.
-        public init?(rawValue: String) {
-            guard let known = Self.allCases.first(where: { $0.rawValue == rawValue }) else { return nil }
-            self = known
-        }
 
         private init(_ rawValue: String) { self.rawValue = rawValue }
 
@@ -22,8 +17,6 @@ public struct HTTPRequest: Sendable {
         public static let delete = Self("DELETE")
 
         public static let allCases: [Self] = [.get, .head, .delete]
-
-        public var description: String { rawValue }
     }
 
     public var method: Method

@@ -91,17 +91,11 @@ public struct MediaItem: Sendable, Hashable, Codable {
 
 /// Which file of an item is meant.
 ///
-/// A kind: a struct with one static member per kind, not an enum, so that more kinds (an episode, a transcript) can
-/// come in a later version without breaking code that switches over the kinds; such a `switch` needs a `default`.
-public struct AssetKind: RawRepresentable, Sendable, Hashable, Codable, CaseIterable, CustomStringConvertible {
+/// An ``OpenEnumeration``: more kinds (an episode, a transcript) may come in a later version, so a `switch` over them
+/// needs a `default`.
+public struct AssetKind: OpenEnumeration, Codable {
     /// The name, as configs, layouts (`{asset}`), the ledger and JSON spell it: `preview`.
     public let rawValue: String
-
-    /// One of ``allCases`` by its name; nil for any other.
-    public init?(rawValue: String) {
-        guard let known = Self.allCases.first(where: { $0.rawValue == rawValue }) else { return nil }
-        self = known
-    }
 
     private init(_ rawValue: String) { self.rawValue = rawValue }
 
@@ -109,8 +103,6 @@ public struct AssetKind: RawRepresentable, Sendable, Hashable, Codable, CaseIter
     public static let artwork = Self("artwork")
 
     public static let allCases: [Self] = [.preview, .artwork]
-
-    public var description: String { rawValue }
 }
 
 extension MediaItem {

@@ -2,17 +2,10 @@ import Foundation
 
 /// The three kinds of plugin, one per config section.
 ///
-/// A kind: a struct with one static member per kind, not an enum, so that more kinds can come in a later version
-/// without breaking code that switches over the kinds; such a `switch` needs a `default`.
-public struct PluginKind: RawRepresentable, Sendable, Hashable, CaseIterable, CustomStringConvertible {
+/// An ``OpenEnumeration``: more kinds may come in a later version, so a `switch` over them needs a `default`.
+public struct PluginKind: OpenEnumeration {
     /// The name, as `mediafetch plugins` and messages spell it: `source`.
     public let rawValue: String
-
-    /// One of ``allCases`` by its name; nil for any other.
-    public init?(rawValue: String) {
-        guard let known = Self.allCases.first(where: { $0.rawValue == rawValue }) else { return nil }
-        self = known
-    }
 
     private init(_ rawValue: String) { self.rawValue = rawValue }
 
@@ -21,8 +14,6 @@ public struct PluginKind: RawRepresentable, Sendable, Hashable, CaseIterable, Cu
     public static let sink = Self("sink")
 
     public static let allCases: [Self] = [.source, .transport, .sink]
-
-    public var description: String { rawValue }
 }
 
 /// What the docs, `mediafetch plugins` and the config loader need to know of a plugin.

@@ -1,20 +1,14 @@
 import Foundation
 
-/// A PUT or POST whose body comes from a range of a file or from a small buffer: an object store's upload. The answer is small (status, headers, a short XML or JSON body) and is buffered.
+/// A PUT or POST whose body comes from a range of a file or from a small buffer: an object store's upload. The
+/// answer is small (status, headers, a short XML or JSON body) and is buffered.
 public struct UploadRequest: Sendable {
     /// The methods an upload may use.
     ///
-    /// The method: a struct with one static member per method, not an enum, so that more methods can come in a later
-    /// version without breaking code that switches over them; such a `switch` needs a `default`.
-    public struct Method: RawRepresentable, Sendable, Hashable, CaseIterable, CustomStringConvertible {
+    /// An ``OpenEnumeration``: more methods may come in a later version, so a `switch` over them needs a `default`.
+    public struct Method: OpenEnumeration {
         /// The method as sent: `PUT`.
         public let rawValue: String
-
-        /// One of ``allCases`` by its name; nil for any other.
-        public init?(rawValue: String) {
-            guard let known = Self.allCases.first(where: { $0.rawValue == rawValue }) else { return nil }
-            self = known
-        }
 
         private init(_ rawValue: String) { self.rawValue = rawValue }
 
@@ -22,8 +16,6 @@ public struct UploadRequest: Sendable {
         public static let post = Self("POST")
 
         public static let allCases: [Self] = [.put, .post]
-
-        public var description: String { rawValue }
     }
 
     /// Where the body comes from.

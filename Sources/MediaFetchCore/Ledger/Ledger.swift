@@ -785,17 +785,10 @@ public struct LedgerKey: Sendable, Hashable, CustomStringConvertible {
 
 /// Where an entry is: pending, partial, verified (staged, awaiting the sink's commit), stored or failed.
 ///
-/// A status: a struct with one static member per status, not an enum, so that more statuses can come in a later version
-/// without breaking code that switches over the statuses; such a `switch` needs a `default`.
-public struct LedgerStatus: RawRepresentable, Sendable, Hashable, Codable, CaseIterable, CustomStringConvertible {
+/// An ``OpenEnumeration``: more statuses may come in a later version, so a `switch` over them needs a `default`.
+public struct LedgerStatus: OpenEnumeration, Codable {
     /// The name, as the ledger stores it: `stored`.
     public let rawValue: String
-
-    /// One of ``allCases`` by its name; nil for any other.
-    public init?(rawValue: String) {
-        guard let known = Self.allCases.first(where: { $0.rawValue == rawValue }) else { return nil }
-        self = known
-    }
 
     private init(_ rawValue: String) { self.rawValue = rawValue }
 
@@ -807,8 +800,6 @@ public struct LedgerStatus: RawRepresentable, Sendable, Hashable, Codable, CaseI
     public static let failed = Self("failed")
 
     public static let allCases: [Self] = [.pending, .partial, .verified, .stored, .failed]
-
-    public var description: String { rawValue }
 }
 
 /// One row of the ledger.

@@ -19,17 +19,10 @@ public struct LayoutTemplate: Sendable, Hashable, CustomStringConvertible {
 
     /// The fields a layout can use.
     ///
-    /// A field: a struct with one static member per field, not an enum, so that more fields can come in a later version
-    /// without breaking code that switches over the fields; such a `switch` needs a `default`.
-    public struct Placeholder: RawRepresentable, Sendable, Hashable, CaseIterable, CustomStringConvertible {
+    /// An ``OpenEnumeration``: more fields may come in a later version, so a `switch` over them needs a `default`.
+    public struct Placeholder: OpenEnumeration {
         /// The name, as a layout spells it between braces: `track-number`.
         public let rawValue: String
-
-        /// One of ``allCases`` by its name; nil for any other.
-        public init?(rawValue: String) {
-            guard let known = Self.allCases.first(where: { $0.rawValue == rawValue }) else { return nil }
-            self = known
-        }
 
         private init(_ rawValue: String) { self.rawValue = rawValue }
 
@@ -60,8 +53,6 @@ public struct LayoutTemplate: Sendable, Hashable, CustomStringConvertible {
             .id, .kind, .title, .artist, .album, .trackNumber, .discNumber, .genre, .year, .releaseDate, .duration,
             .ext, .asset,
         ]
-
-        public var description: String { rawValue }
 
         /// Whether `{name:NN}` zero-padding applies.
         public var isNumeric: Bool {
