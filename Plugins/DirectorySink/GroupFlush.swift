@@ -43,17 +43,27 @@ final class GroupFlush: @unchecked Sendable {
     private let root: URL
     private let flush: @Sendable (Int32) -> Int32
     private let flushFolderCall: @Sendable (Int32) -> Int32
+    private let gather: TimeInterval
+    private let gatherTarget: Int
 
     /// Flushes the filesystem that holds `root`, which must exist.
     /// - Parameters:
     ///   - flush: the call that flushes the filesystem, given a descriptor of `root` (`syncfs`);
     ///   - flushFolder: the call that flushes one folder (`fsync`). Each returns 0 or sets `errno`; tests
     ///     replace them to watch the grouping.
+    ///   - gather: how long a flush waits, once its first store has asked, for more to share it (at most; it
+    ///     starts as soon as `gatherTarget` stores wait). Small files arrive by the thousand a second and a flush
+    ///     costs about the same however many it serves: without the wait a group of 10 KB files was about 7 (2,994
+    ///     syncfs for 20,000 files), with 2 ms about 12, with 20 ms about 33 (612), which was the fastest
+    ///     durable run of the windows tried (0, 2, 5, 10, 20 ms). A store waits that much longer at most.
     init(
         root: URL, flush: @escaping @Sendable (Int32) -> Int32 = { syncfs($0) },
-        flushFolder: @escaping @Sendable (Int32) -> Int32 = { fsync($0) }
+        flushFolder: @escaping @Sendable (Int32) -> Int32 = { fsync($0) },
+        gather: Duration = .milliseconds(20), gatherTarget: Int = 64
     ) throws(SinkError) {
         self.root = root
+        self.gather = Double(gather.components.seconds) + Double(gather.components.attoseconds) / 1e18
+        self.gatherTarget = gatherTarget
         self.flush = flush
         self.flushFolderCall = flushFolder
         descriptor = open(root.path, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
@@ -115,6 +125,8 @@ final class GroupFlush: @unchecked Sendable {
         while true {
             condition.lock()
             while state.waiting.isEmpty && !state.closed { condition.wait() }
+            let deadline = Date(timeIntervalSinceNow: gather)
+            while state.waiting.count < gatherTarget && !state.closed && condition.wait(until: deadline) {}
             let batch = state.waiting
             state.waiting = []
             let closed = state.closed

@@ -77,6 +77,22 @@ struct GroupFlushTests {
         #expect(fake.calls.withLock { $0 } == 2)
     }
 
+    /// A flush waits for more stores to share it, up to its target: five barriers that arrive one after the other
+    /// go in one syncfs, and none waits out the (minute-long) window once the fifth has come.
+    @Test func aFlushGathersStoresUpToItsTarget() async throws {
+        let fixture = try Fixture()
+        let fake = FakeFlush()
+        let group = try GroupFlush(root: fixture.base, flush: { fake($0) }, gather: .seconds(60), gatherTarget: 5)
+        defer { group.close() }
+        let started = ContinuousClock.now
+        try await withThrowingTaskGroup(of: Void.self) { tasks in
+            for _ in 0..<5 { tasks.addTask { try await group.barrier() } }
+            try await tasks.waitForAll()
+        }
+        #expect(fake.calls.withLock { $0 } == 1)
+        #expect(ContinuousClock.now - started < .seconds(30), "the flush waited out its window")
+    }
+
     @Test func eachBarrierReportsItsOwnFlush() async throws {
         let fixture = try Fixture()
         let fake = FakeFlush(failingWith: EIO)
