@@ -39,9 +39,6 @@ public final class S3Client: Sendable {
 
     public let configuration: S3Configuration
     private let transport: any Transport
-
-    /// The largest body the transport uploads (``Transport/maxUploadBodyBytes``), or `nil`.
-    var maxUploadBodyBytes: Int64? { transport.maxUploadBodyBytes }
     private let policy: DownloadPolicy
     private let signer: SigV4Signer
     /// The signing time; tests move it to see the store refuse a skewed clock.
@@ -57,6 +54,9 @@ public final class S3Client: Sendable {
         self.clock = clock
         signer = SigV4Signer(credentials: configuration.credentials, region: configuration.region)
     }
+
+    /// The largest body the transport uploads (``Transport/maxUploadBodyBytes``), or `nil`.
+    var maxUploadBodyBytes: Int64? { transport.maxUploadBodyBytes }
 
     /// `s3://bucket/key`, for messages and the ledger.
     public func location(_ key: String) -> String { "s3://\(configuration.bucket)/\(key)" }
