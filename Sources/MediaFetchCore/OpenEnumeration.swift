@@ -2,13 +2,13 @@
 /// later version can add a name without breaking code that switches over today's (such a `switch` needs a
 /// `default`). ``AssetKind``, ``LedgerStatus`` and ``PluginKind`` are such lists.
 ///
-/// A conforming type has a `rawValue`, a private initializer from it for its static members, and ``allCases``;
-/// it gets ``init(rawValue:)``, which takes only the names in ``allCases``, and a `description` that is the name.
+/// A conforming type has a `rawValue`, a private initializer from it for its static members, and `allCases`;
+/// it gets ``init(rawValue:)``, which takes only the names in `allCases`, and a `description` that is the name.
 public protocol OpenEnumeration: RawRepresentable, CaseIterable, Hashable, Sendable, CustomStringConvertible
 where RawValue == String, AllCases == [Self] {}
 
 extension OpenEnumeration {
-    /// One of ``allCases`` by its name; nil for any other.
+    /// One of `allCases` by its name; nil for any other.
     public init?(rawValue: String) {
         guard let known = Self.allCases.first(where: { $0.rawValue == rawValue }) else { return nil }
         self = known
