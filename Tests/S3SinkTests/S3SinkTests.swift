@@ -103,7 +103,7 @@ extension SeaweedFSTests {
                 let size: Int64 = 20 << 20
                 let (url, sha256) = try await onItsOwnThread { try Self.file(size, seed: 11, in: folder) }
                 let configuration = try store.configuration(bucket: SeaweedFS.bucketName(), partSize: 64 << 20)
-                let transport = UploadSizes(FoundationTransport(.init(concurrency: 4)))
+                let transport = WatchedTransport(FoundationTransport(.init(concurrency: 4)))
                 defer { Task { await transport.shutdown() } }
                 let sink = S3Sink(
                     configuration: configuration, transport: transport,
@@ -122,7 +122,7 @@ extension SeaweedFSTests {
 
                 // A transport that sends less than S3's smallest part cannot carry a multipart upload: the sink
                 // says so before it opens one.
-                let small = UploadSizes(FoundationTransport(), limit: 4 << 20)
+                let small = WatchedTransport(FoundationTransport(), limit: 4 << 20)
                 defer { Task { await small.shutdown() } }
                 let smallSink = S3Sink(configuration: configuration, transport: small)
                 let (six, sixSHA) = try await onItsOwnThread { try Self.file(6 << 20, seed: 12, in: folder) }
@@ -321,7 +321,7 @@ extension SeaweedFSTests {
             defer { try? FileManager.default.removeItem(at: folder) }
             try await withSeaweedFS { store in
                 let real = try CurlTransport(.init(concurrency: 4))
-                let busy = SlowDownFirst(real, count: 2)
+                let busy = WatchedTransport(real, slowDowns: 2)
                 let sink = S3Sink(
                     configuration: try store.configuration(bucket: SeaweedFS.bucketName()), transport: busy,
                     policy: DownloadPolicy(retries: 3, retryBase: .milliseconds(20)))
@@ -331,7 +331,7 @@ extension SeaweedFSTests {
                 #expect(busy.refused == 2 && busy.uploads == 3, "\(busy.refused) refused of \(busy.uploads)")
                 #expect(try await sink.client.head(sink.key(for: plan.relativePath))?.sha256 == sha256)
 
-                let always = SlowDownFirst(real, count: 100)
+                let always = WatchedTransport(real, slowDowns: 100)
                 let stubborn = S3Sink(
                     configuration: try store.configuration(bucket: SeaweedFS.bucketName()), transport: always,
                     policy: DownloadPolicy(retries: 2, retryBase: .milliseconds(10)))
@@ -348,62 +348,26 @@ extension SeaweedFSTests {
     }
 }
 
-/// A transport in front of another that answers its first `count` uploads of objects (the requests carrying the
-/// sink's SHA-256 metadata) itself, with S3's 503 SlowDown.
-final class SlowDownFirst: Transport {
+/// A transport in front of another: it notes the length of each upload body sent from a file, can report another
+/// ``Transport/maxUploadBodyBytes`` than the inner one's, and can answer its first `slowDowns` uploads of objects
+/// (the requests carrying the sink's SHA-256 metadata) itself, with S3's 503 SlowDown.
+final class WatchedTransport: Transport {
     private let inner: any Transport
-    private let count: Int
-    private let counts = Mutex((uploads: 0, refused: 0))
-
-    init(_ inner: any Transport, count: Int) {
-        self.inner = inner
-        self.count = count
-    }
-
-    var uploads: Int { counts.withLock { $0.uploads } }
-    var refused: Int { counts.withLock { $0.refused } }
-    var maxConcurrentTransfers: Int { inner.maxConcurrentTransfers }
-    var maxUploadBodyBytes: Int64? { inner.maxUploadBodyBytes }
-
-    func send(_ request: HTTPRequest) async throws -> HTTPResponse { try await inner.send(request) }
-
-    func download(
-        _ request: DownloadRequest, progress: @escaping @Sendable (DownloadProgress) -> Void
-    ) async throws -> DownloadResult {
-        try await inner.download(request, progress: progress)
-    }
-
-    func upload(_ request: UploadRequest, progress: @escaping @Sendable (Int64) -> Void) async throws -> HTTPResponse {
-        guard request.headers["x-amz-meta-sha256"] != nil else {
-            return try await inner.upload(request, progress: progress)
-        }
-        let refuse = counts.withLock { counts -> Bool in
-            counts.uploads += 1
-            guard counts.refused < count else { return false }
-            counts.refused += 1
-            return true
-        }
-        guard refuse else { return try await inner.upload(request, progress: progress) }
-        let body =
-            "<?xml version=\"1.0\" encoding=\"UTF-8\"?><Error><Code>SlowDown</Code>"
-            + "<Message>Please reduce your request rate.</Message></Error>"
-        return HTTPResponse(
-            status: 503, headers: ["Content-Type": "application/xml"], url: request.url, body: Data(body.utf8))
-    }
-}
-
-/// A transport in front of another that notes the length of each upload body sent from a file.
-final class UploadSizes: Transport {
-    private let inner: any Transport
-    private let lengths = Mutex<[Int64]>([])
+    private let slowDowns: Int
     private let limit: Int64?
+    private let counts = Mutex((uploads: 0, refused: 0))
+    private let lengths = Mutex<[Int64]>([])
 
-    /// `limit`, when given, is the ``Transport/maxUploadBodyBytes`` this one reports instead of the inner one's.
-    init(_ inner: any Transport, limit: Int64? = nil) {
+    init(_ inner: any Transport, slowDowns: Int = 0, limit: Int64? = nil) {
         self.inner = inner
+        self.slowDowns = slowDowns
         self.limit = limit
     }
 
+    /// Uploads of objects so far, and those answered with SlowDown.
+    var uploads: Int { counts.withLock { $0.uploads } }
+    var refused: Int { counts.withLock { $0.refused } }
+    /// The lengths of the file bodies sent, in the order they were asked for.
     var fileBodies: [Int64] { lengths.withLock { $0 } }
     var maxConcurrentTransfers: Int { inner.maxConcurrentTransfers }
     var maxUploadBodyBytes: Int64? { limit ?? inner.maxUploadBodyBytes }
@@ -418,7 +382,21 @@ final class UploadSizes: Transport {
 
     func upload(_ request: UploadRequest, progress: @escaping @Sendable (Int64) -> Void) async throws -> HTTPResponse {
         if case .file(_, _, let length) = request.body { lengths.withLock { $0.append(length) } }
-        return try await inner.upload(request, progress: progress)
+        guard request.headers["x-amz-meta-sha256"] != nil else {
+            return try await inner.upload(request, progress: progress)
+        }
+        let refuse = counts.withLock { counts -> Bool in
+            counts.uploads += 1
+            guard counts.refused < slowDowns else { return false }
+            counts.refused += 1
+            return true
+        }
+        guard refuse else { return try await inner.upload(request, progress: progress) }
+        let body =
+            "<?xml version=\"1.0\" encoding=\"UTF-8\"?><Error><Code>SlowDown</Code>"
+            + "<Message>Please reduce your request rate.</Message></Error>"
+        return HTTPResponse(
+            status: 503, headers: ["Content-Type": "application/xml"], url: request.url, body: Data(body.utf8))
     }
 
     func shutdown() async { await inner.shutdown() }
