@@ -43,7 +43,8 @@ public final class FoundationTransport: Transport {
     public let configuration: Configuration
     private let session: URLSession
     private let delegate: SessionDelegate
-    private let budget = UploadBudget(bytes: FoundationTransport.uploadMemoryBudget)
+    /// A slot a byte of ``uploadMemoryBudget``: an upload takes its body's bytes before it reads its file.
+    private let budget = Slots(limit: Int(FoundationTransport.uploadMemoryBudget))
 
     public var maxConcurrentTransfers: Int { configuration.concurrency }
 
@@ -134,16 +135,16 @@ public final class FoundationTransport: Transport {
         case .bytes(let data):
             urlRequest.httpBody = data
         case .file(let file, let offset, let length):
-            try await budget.take(length)
+            try await budget.acquire(Int(length))
             do {
                 urlRequest.httpBody = try Self.read(file, offset: offset, length: length, for: request.url)
             } catch {
-                budget.give(length)
+                budget.release(Int(length))
                 throw error
             }
         }
         // FoundationNetworking copies the body once more; both copies go when the task has ended.
-        defer { if case .file(_, _, let length) = request.body { budget.give(length) } }
+        defer { if case .file(_, _, let length) = request.body { budget.release(Int(length)) } }
         var transfer = BufferedTransfer(limit: request.maxResponseBytes)
         transfer.uploadProgress = progress
         let outcome = try await perform(urlRequest, state: .buffered(transfer))

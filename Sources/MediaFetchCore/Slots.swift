@@ -1,36 +1,60 @@
 import Synchronization
 
-/// At most `limit` holders at a time, the rest waiting in the order they came (those who ask to go ahead before
-/// the others). The pipeline uses three: its transfer slots, which a download holds while bytes move and gives
-/// back before its file is stored (a store that waits on the disk then lets the next download start); the
-/// places of downloads under way, held from the first attempt to the store, retry delays included; and the
-/// source's credits, so the source runs only a little ahead of the downloads. ``close()`` ends every wait, for
-/// a consumer that has left.
-final class Slots: Sendable {
+/// At most `limit` slots held at a time, the rest of the askers waiting in the order they came (those who ask to go
+/// ahead before the others); one asker may take several slots at once. The pipeline uses three, a slot each: its
+/// transfer slots, which a download holds while bytes move and gives back before its file is stored (a store that
+/// waits on the disk then lets the next download start); the places of downloads under way, held from the first
+/// attempt to the store, retry delays included; and the source's credits, so the source runs only a little ahead of
+/// the downloads. The foundation transport counts the bytes of the upload bodies it holds in memory with one, a slot
+/// a byte. ``close()`` ends every wait, for a consumer that has left.
+public final class Slots: Sendable {
+    private struct Waiter {
+        var id: UInt64
+        var count: Int
+        var ahead: Bool
+        var continuation: CheckedContinuation<Void, any Error>
+    }
+
     private struct State {
         var available: Int
-        var waiters: [(id: UInt64, ahead: Bool, continuation: CheckedContinuation<Void, any Error>)] = []
+        var waiters: [Waiter] = []
         var nextID: UInt64 = 0
         var closed = false
+
+        /// Takes the slots of the waiters at the head that now fit, in order; the first that does not fit stops
+        /// the rest (none overtakes it).
+        mutating func admitted() -> [CheckedContinuation<Void, any Error>] {
+            var admitted: [CheckedContinuation<Void, any Error>] = []
+            while let first = waiters.first, first.count <= available {
+                available -= first.count
+                admitted.append(waiters.removeFirst().continuation)
+            }
+            return admitted
+        }
     }
 
     private let state: Mutex<State>
 
-    init(limit: Int) {
+    /// - Parameter limit: the slots there are (at least one).
+    public init(limit: Int) {
         state = Mutex(State(available: max(1, limit)))
     }
 
-    /// Takes a slot, waiting for one when all are taken.
-    /// - Parameter ahead: wait before everyone who did not ask to (in their order among themselves): a
-    ///   download that already started, coming back for a retry, goes before one that has not started.
-    /// - Throws: `CancellationError` when the calling task is cancelled first, or the slots are closed; no
-    ///   slot is then taken.
-    func acquire(ahead: Bool = false) async throws {
-        // A free slot is taken without a continuation or a cancellation handler (each an allocation and a lock
+    /// Takes `count` slots, waiting until they are free; an asker waiting for many holds back those behind it.
+    /// - Parameters:
+    ///   - count: how many; at most the limit (more would wait forever).
+    ///   - ahead: wait before everyone who did not ask to (in their order among themselves): a download that already
+    ///     started, coming back for a retry, goes before one that has not started.
+    /// - Throws: `CancellationError` when the calling task is cancelled first, or the slots are closed; no slot is
+    ///   then taken.
+    public func acquire(_ count: Int = 1, ahead: Bool = false) async throws {
+        // Free slots are taken without a continuation or a cancellation handler (each an allocation and a lock
         // or two): three acquires an item, as many as there are items.
         let taken = state.withLock { state in
-            guard !state.closed, state.available > 0, !Task.isCancelled else { return false }
-            state.available -= 1
+            guard !state.closed, state.waiters.isEmpty, state.available >= count, !Task.isCancelled else {
+                return false
+            }
+            state.available -= count
             return true
         }
         if taken { return }
@@ -43,41 +67,43 @@ final class Slots: Sendable {
                 let outcome: Result<Void, any Error>? = state.withLock { state in
                     // A cancellation before this point found no waiter to end; it is seen here instead.
                     if Task.isCancelled || state.closed { return .failure(CancellationError()) }
-                    if state.available > 0 {
-                        state.available -= 1
+                    if state.waiters.isEmpty && state.available >= count {
+                        state.available -= count
                         return .success(())
                     }
                     let place =
                         ahead
                         ? state.waiters.firstIndex { !$0.ahead } ?? state.waiters.endIndex : state.waiters.endIndex
-                    state.waiters.insert((id, ahead, continuation), at: place)
+                    state.waiters.insert(
+                        Waiter(id: id, count: count, ahead: ahead, continuation: continuation), at: place)
                     return nil
                 }
                 if let outcome { continuation.resume(with: outcome) }
             }
         } onCancel: {
-            let waiter = state.withLock { state -> CheckedContinuation<Void, any Error>? in
-                guard let index = state.waiters.firstIndex(where: { $0.id == id }) else { return nil }
-                return state.waiters.remove(at: index).continuation
+            let (waiter, admitted) = state.withLock {
+                state -> (CheckedContinuation<Void, any Error>?, [CheckedContinuation<Void, any Error>]) in
+                guard let index = state.waiters.firstIndex(where: { $0.id == id }) else { return (nil, []) }
+                let waiter = state.waiters.remove(at: index).continuation
+                // The waiters it held back may fit now.
+                return (waiter, state.admitted())
             }
             waiter?.resume(throwing: CancellationError())
+            for next in admitted { next.resume() }
         }
     }
 
-    /// Gives a slot back, to the longest waiter if there is one.
-    func release() {
-        let next = state.withLock { state -> CheckedContinuation<Void, any Error>? in
-            guard !state.waiters.isEmpty else {
-                state.available += 1
-                return nil
-            }
-            return state.waiters.removeFirst().continuation
+    /// Gives `count` slots back, to the longest waiters they let in.
+    public func release(_ count: Int = 1) {
+        let admitted = state.withLock { state in
+            state.available += count
+            return state.admitted()
         }
-        next?.resume()
+        for next in admitted { next.resume() }
     }
 
     /// Ends every wait, now and later, with `CancellationError`.
-    func close() {
+    public func close() {
         let waiters = state.withLock { state in
             state.closed = true
             defer { state.waiters = [] }
@@ -87,8 +113,8 @@ final class Slots: Sendable {
     }
 
     /// Slots free right now (for tests).
-    var available: Int { state.withLock { $0.available } }
+    public var available: Int { state.withLock { $0.available } }
 
-    /// Tasks waiting for a slot right now (for tests).
-    var waiters: Int { state.withLock { $0.waiters.count } }
+    /// Tasks waiting for slots right now (for tests).
+    public var waiters: Int { state.withLock { $0.waiters.count } }
 }

@@ -1,6 +1,6 @@
 import CurlTransport
 import Foundation
-@testable import FoundationTransport
+import FoundationTransport
 import MediaFetchCore
 import MediaFetchTesting
 import Synchronization
@@ -171,54 +171,4 @@ final class TransportContractXCTests: XCTestCase {
 /// Requests a fault hook has seen and not yet seen answered: now, and the most at once.
 final class InFlight: Sendable {
     let counts = Mutex((now: 0, most: 0))
-}
-
-/// The foundation transport's upload budget: first come first served, and a wait cancelled leaves it whole.
-struct UploadBudgetTests {
-    @Test func waitsInOrderAndACancelledWaitLeavesTheBudgetWhole() async throws {
-        let budget = UploadBudget(bytes: 10)
-        try await budget.take(6)
-        let order = Arrivals()
-        let large = Task {
-            try await budget.take(8)
-            order.names.withLock { $0.append("large") }
-        }
-        try await Self.until { budget.waiting == 1 }
-        // Room for it now, but it came after the large one: it waits behind it.
-        let small = Task {
-            try await budget.take(2)
-            order.names.withLock { $0.append("small") }
-        }
-        try await Self.until { budget.waiting == 2 }
-        let cancelled = Task { try await budget.take(1) }
-        try await Self.until { budget.waiting == 3 }
-        cancelled.cancel()
-        await #expect(throws: CancellationError.self) { try await cancelled.value }
-        #expect(budget.waiting == 2)
-        budget.give(6)
-        try await large.value
-        try await small.value
-        #expect(order.names.withLock { $0 } == ["large", "small"])
-        #expect(budget.waiting == 0)
-        budget.give(10)
-        // All ten are free again: a take of the whole budget goes at once.
-        try await budget.take(10)
-        #expect(budget.waiting == 0)
-    }
-
-    static func until(_ condition: () -> Bool) async throws {
-        let deadline = ContinuousClock.now + .seconds(30)
-        while !condition() {
-            guard ContinuousClock.now < deadline else {
-                Issue.record("the condition did not hold within 30 s")
-                return
-            }
-            try await Task.sleep(for: .milliseconds(5))
-        }
-    }
-}
-
-/// Names in the order their tasks got through.
-final class Arrivals: Sendable {
-    let names = Mutex<[String]>([])
 }
