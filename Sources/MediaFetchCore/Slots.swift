@@ -21,15 +21,12 @@ public final class Slots: Sendable {
         var nextID: UInt64 = 0
         var closed = false
 
-        /// Takes the slots of the waiters at the head that now fit, in order; the first that does not fit stops
-        /// the rest (none overtakes it).
-        mutating func admitted() -> [CheckedContinuation<Void, any Error>] {
-            var admitted: [CheckedContinuation<Void, any Error>] = []
-            while let first = waiters.first, first.count <= available {
-                available -= first.count
-                admitted.append(waiters.removeFirst().continuation)
-            }
-            return admitted
+        /// Takes the slots of the waiter at the head if they are free now, and answers it; a head that does not
+        /// fit holds back the rest (none overtakes it). One at a time, so that a release allocates nothing.
+        mutating func admitNext() -> CheckedContinuation<Void, any Error>? {
+            guard let first = waiters.first, first.count <= available else { return nil }
+            available -= first.count
+            return waiters.removeFirst().continuation
         }
     }
 
@@ -81,25 +78,27 @@ public final class Slots: Sendable {
                 if let outcome { continuation.resume(with: outcome) }
             }
         } onCancel: {
-            let (waiter, admitted) = state.withLock {
-                state -> (CheckedContinuation<Void, any Error>?, [CheckedContinuation<Void, any Error>]) in
-                guard let index = state.waiters.firstIndex(where: { $0.id == id }) else { return (nil, []) }
-                let waiter = state.waiters.remove(at: index).continuation
-                // The waiters it held back may fit now.
-                return (waiter, state.admitted())
+            let waiter = state.withLock { state -> CheckedContinuation<Void, any Error>? in
+                guard let index = state.waiters.firstIndex(where: { $0.id == id }) else { return nil }
+                return state.waiters.remove(at: index).continuation
             }
-            waiter?.resume(throwing: CancellationError())
-            for next in admitted { next.resume() }
+            guard let waiter else { return }
+            waiter.resume(throwing: CancellationError())
+            // The waiters it held back may fit now.
+            release(0)
         }
     }
 
     /// Gives `count` slots back, to the longest waiters they let in.
     public func release(_ count: Int = 1) {
-        let admitted = state.withLock { state in
+        var next = state.withLock { state in
             state.available += count
-            return state.admitted()
+            return state.admitNext()
         }
-        for next in admitted { next.resume() }
+        while let admitted = next {
+            admitted.resume()
+            next = state.withLock { $0.admitNext() }
+        }
     }
 
     /// Ends every wait, now and later, with `CancellationError`.
