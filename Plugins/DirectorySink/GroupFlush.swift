@@ -62,7 +62,7 @@ final class GroupFlush: @unchecked Sendable {
         gather: Duration = .milliseconds(20), gatherTarget: Int = 64
     ) throws(SinkError) {
         self.root = root
-        self.gather = Double(gather.components.seconds) + Double(gather.components.attoseconds) / 1e18
+        self.gather = gather.seconds
         self.gatherTarget = gatherTarget
         self.flush = flush
         self.flushFolderCall = flushFolder
