@@ -36,6 +36,33 @@ fi
 # A free TCP port on 127.0.0.1.
 free_port() { python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
 
+# A throwaway PostgreSQL 15 cluster (Debian's postgresql) under $WORK/pg on a free loopback port, fsync off.
+# PostgreSQL refuses root: the cluster belongs to the postgres user then (Debian's package makes it).
+PGBIN=/usr/lib/postgresql/15/bin
+PG_AS=()
+[[ $(id -u) -eq 0 ]] && PG_AS=(setpriv --reuid=postgres --regid=postgres --clear-groups --)
+
+# start_postgres [SETTING...]: starts the cluster (each SETTING a `-c name=value` of its own, like
+# max_connections=200) and sets LEDGER to its URI; stop_postgres, in the caller's cleanup, stops it.
+start_postgres() {
+    local settings="" setting
+    for setting in "$@"; do settings+=" -c $setting"; done
+    PG_PORT=$(free_port)
+    mkdir -p "$WORK/pg"
+    chmod 755 "$WORK"
+    [[ ${#PG_AS[@]} -gt 0 ]] && chown postgres "$WORK/pg"
+    (cd "$WORK/pg" && "${PG_AS[@]}" "$PGBIN/initdb" -D "$WORK/pg/data" -U postgres -A trust --no-sync -E UTF8 \
+        --locale=C.UTF-8 > "$WORK/pg/initdb.log")
+    (cd "$WORK/pg" && "${PG_AS[@]}" "$PGBIN/pg_ctl" -D "$WORK/pg/data" -l "$WORK/pg/server.log" -w \
+        -o "-k $WORK/pg -c listen_addresses=127.0.0.1 -p $PG_PORT -c fsync=off$settings" start > /dev/null)
+    LEDGER="postgresql://postgres@127.0.0.1:$PG_PORT/postgres"
+}
+
+stop_postgres() {
+    [[ -f "$WORK/pg/data/postmaster.pid" ]] || return 0
+    "${PG_AS[@]}" "$PGBIN/pg_ctl" -D "$WORK/pg/data" -m immediate -w stop > /dev/null
+}
+
 # start_nginx HTTP_LINES SERVER...: an nginx of the benchmark's own, started in the background (NGINX_PID): one
 # worker, no daemon, its files under $WORK/nginx, HTTP_LINES added to its http block (access_log, types), and one
 # `server { SERVER }` for each SERVER (what goes inside the braces). The caller waits until it answers.

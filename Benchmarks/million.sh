@@ -66,12 +66,8 @@ OUT=$WORK/out
 FRESH=$WORK/fresh
 [[ -n "${FRESH_FS:-}" ]] && OUT=$FRESH/out
 NGINX_PID=""
-PGBIN=/usr/lib/postgresql/15/bin
-# PostgreSQL refuses root: the cluster belongs to the postgres user then (Debian's package makes it).
-AS=()
-[[ $(id -u) -eq 0 ]] && AS=(setpriv --reuid=postgres --regid=postgres --clear-groups --)
 cleanup() {
-    [[ -f "$WORK/pg/data/postmaster.pid" ]] && "${AS[@]}" "$PGBIN/pg_ctl" -D "$WORK/pg/data" -m immediate -w stop > /dev/null
+    stop_postgres
     [[ -n "$NGINX_PID" ]] && kill "$NGINX_PID" 2> /dev/null && wait "$NGINX_PID" 2> /dev/null
     mountpoint -q "$FRESH" 2> /dev/null && umount "$FRESH"
     rm -rf "$WORK"
@@ -93,15 +89,7 @@ trap cleanup EXIT
 LEDGER=""
 if [[ " $TOOLS " == *" mediafetch-shared "* ]]; then
     [[ -x "$PGBIN/initdb" ]] || { echo "missing: $PGBIN/initdb (apt-get install postgresql)" >&2; exit 2; }
-    PG_PORT=$(free_port)
-    mkdir -p "$WORK/pg"
-    chmod 755 "$WORK"
-    [[ ${#AS[@]} -gt 0 ]] && chown postgres "$WORK/pg"
-    (cd "$WORK/pg" && "${AS[@]}" "$PGBIN/initdb" -D "$WORK/pg/data" -U postgres -A trust --no-sync -E UTF8 \
-        --locale=C.UTF-8 > "$WORK/pg/initdb.log")
-    (cd "$WORK/pg" && "${AS[@]}" "$PGBIN/pg_ctl" -D "$WORK/pg/data" -l "$WORK/pg/server.log" -w \
-        -o "-k $WORK/pg -c listen_addresses=127.0.0.1 -p $PG_PORT -c fsync=off" start > /dev/null)
-    LEDGER="postgresql://postgres@127.0.0.1:$PG_PORT/postgres"
+    start_postgres
 fi
 
 PORT=$(free_port)

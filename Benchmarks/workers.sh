@@ -27,40 +27,29 @@ WORKERS=${WORKERS:-"1 2 4"}
 BIG_MIB=${BIG_MIB:-1}
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 CACHE=${CACHE:-$ROOT/.build/bench-cache}
-PGBIN=/usr/lib/postgresql/15/bin
 
 unset http_proxy https_proxy HTTP_PROXY HTTPS_PROXY all_proxy ALL_PROXY no_proxy NO_PROXY
 
+source "$ROOT/Benchmarks/common.sh"
 for tool in nginx curl python3 "$PGBIN/initdb" "$PGBIN/pg_ctl"; do
     command -v "$tool" > /dev/null || { echo "missing: $tool (apt-get install nginx-light curl python3 postgresql)" >&2; exit 2; }
 done
-
-source "$ROOT/Benchmarks/common.sh"
 ensure_mediafetch
 make_tree
 
 WORK=$(mktemp -d /tmp/mediafetch-workers.XXXXXX)
 chmod 755 "$WORK"
 NGINX_PID=""
-# PostgreSQL refuses root: the cluster belongs to the postgres user then (Debian's package makes it).
-AS=()
-[[ $(id -u) -eq 0 ]] && AS=(setpriv --reuid=postgres --regid=postgres --clear-groups --)
 cleanup() {
     [[ -n "$NGINX_PID" ]] && kill "$NGINX_PID" 2> /dev/null && wait "$NGINX_PID" 2> /dev/null
-    [[ -f "$WORK/pg/data/postmaster.pid" ]] && "${AS[@]}" "$PGBIN/pg_ctl" -D "$WORK/pg/data" -m immediate -w stop > /dev/null
+    stop_postgres
     rm -rf "$WORK"
 }
 trap cleanup EXIT
 
 
 # --- PostgreSQL ----------------------------------------------------------------------------------
-PG_PORT=$(free_port)
-mkdir -p "$WORK/pg"
-[[ ${#AS[@]} -gt 0 ]] && chown postgres "$WORK/pg"
-(cd "$WORK/pg" && "${AS[@]}" "$PGBIN/initdb" -D "$WORK/pg/data" -U postgres -A trust --no-sync -E UTF8 --locale=C.UTF-8 > "$WORK/pg/initdb.log")
-(cd "$WORK/pg" && "${AS[@]}" "$PGBIN/pg_ctl" -D "$WORK/pg/data" -l "$WORK/pg/server.log" -w \
-    -o "-k $WORK/pg -c listen_addresses=127.0.0.1 -p $PG_PORT -c fsync=off -c max_connections=200" start > /dev/null)
-LEDGER="postgresql://postgres@127.0.0.1:$PG_PORT/postgres"
+start_postgres max_connections=200
 
 # --- nginx: one throttled server, one not --------------------------------------------------------
 SLOW_PORT=$(free_port)
