@@ -108,8 +108,9 @@ import Testing
             trackName: "Love <img src=x onerror=\"window.__pwned=1\"><script>window.__pwned=2</script>")
         let catalog = try MockCatalogServer(
             catalog: MockCatalog(songs: [hostile] + MockCatalog.standard.songs, servesRealAudio: true))
-        // Slow previews, so that a progress bar is seen moving and a row can be paused mid-way.
-        catalog.setFaultHook { $0.path.hasSuffix(".m4a") ? .drip(bytesPerSecond: 3_000) : nil }
+        // Slow previews (a few seconds each), so that a progress bar is seen moving and a row can be paused mid-way
+        // on a loaded machine too.
+        catalog.setFaultHook { $0.path.hasSuffix(".m4a") ? .drip(bytesPerSecond: 2_000) : nil }
         let folder = FileManager.default.temporaryDirectory.appendingPathComponent("browser-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
         let config = folder.appendingPathComponent("serve.yaml")
