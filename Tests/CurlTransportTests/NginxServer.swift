@@ -29,8 +29,14 @@ final class NginxServer {
     /// Set when started with `forwardProxy`.
     let proxyPort: Int?
     private let process: Process
-    /// Held open for as long as the server should live; see ``init()``.
-    private let lifeline = Pipe()
+    /// Held open for as long as the server should live; see ``init()``. Its write end is closed on exec: inherited
+    /// by every child the test process starts after it (another test's nginx, when tests run in parallel), it kept
+    /// the shell's `cat` from seeing its end, and each nginx's stop waited for the others' for ever.
+    private let lifeline: Pipe = {
+        let pipe = Pipe()
+        _ = fcntl(pipe.fileHandleForWriting.fileDescriptor, F_SETFD, FD_CLOEXEC)
+        return pipe
+    }()
 
     var baseURL: URL { URL(string: "http://127.0.0.1:\(port)")! }
     var httpsBaseURL: URL { URL(string: "https://127.0.0.1:\(tlsPort!)")! }
