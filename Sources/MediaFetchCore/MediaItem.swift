@@ -138,20 +138,20 @@ extension MediaItem {
     /// only dots before its last) ending in 1 to 8 ASCII letters and digits after a dot; nil for any other path, which
     /// Foundation's rules then judge. Where it answers, it answers as `URL.pathExtension` would.
     static func plainExtension(ofEncodedPath path: String) -> String? {
-        let bytes = path.utf8
-        guard let last = bytes.last, last != UInt8(ascii: "/") else { return nil }
-        let start = bytes.lastIndex(of: UInt8(ascii: "/")).map { bytes.index(after: $0) } ?? bytes.startIndex
-        let component = bytes[start...]
-        // A stem of dots only (`..m4a`) has no extension for Foundation; a `%` anywhere may not decode.
-        guard let dot = component.lastIndex(of: UInt8(ascii: ".")),
-            component[..<dot].contains(where: { $0 != UInt8(ascii: ".") }), !bytes.contains(UInt8(ascii: "%"))
-        else { return nil }
-        let ext = component[component.index(after: dot)...]
-        let isLetterOrDigit = { (byte: UInt8) in
-            (0x30...0x39).contains(byte) || (0x41...0x5A).contains(byte) || (0x61...0x7A).contains(byte)
+        path.withUTF8Bytes { bytes in
+            guard let last = bytes.last, last != UInt8(ascii: "/") else { return nil }
+            let start = bytes.lastIndex(of: UInt8(ascii: "/")).map { $0 + 1 } ?? 0
+            // A stem of dots only (`..m4a`) has no extension for Foundation; a `%` anywhere may not decode.
+            guard let dot = bytes[start...].lastIndex(of: UInt8(ascii: ".")),
+                bytes[start..<dot].contains(where: { $0 != UInt8(ascii: ".") }), !bytes.contains(UInt8(ascii: "%"))
+            else { return nil }
+            let ext = bytes[(dot + 1)...]
+            let isLetterOrDigit = { (byte: UInt8) in
+                (0x30...0x39).contains(byte) || (0x41...0x5A).contains(byte) || (0x61...0x7A).contains(byte)
+            }
+            guard (1...8).contains(ext.count), ext.allSatisfy(isLetterOrDigit) else { return nil }
+            return String(decoding: ext, as: UTF8.self).lowercased()
         }
-        guard (1...8).contains(ext.count), ext.allSatisfy(isLetterOrDigit) else { return nil }
-        return String(decoding: ext, as: UTF8.self).lowercased()
     }
 
     /// The extensions of the media types feeds announce.

@@ -6,6 +6,17 @@ import Testing
 
 @Suite("Staging folder")
 struct StagingTests {
+    /// Staging names are what a later run resumes from, so they never change between versions: FNV-1a 64 of the
+    /// source, a zero byte and the id (values computed apart from this code), with the id's ASCII letters and digits.
+    @Test func stagingNamesStayTheSameFromVersionToVersion() {
+        #expect(
+            Pipeline.stagingName(source: "itunes", itemID: "1440857781", asset: .preview)
+                == "1440857781-1131cacee6880cb2.preview.part")
+        #expect(
+            Pipeline.stagingName(source: "urls", itemID: "Café 日本", asset: .preview)
+                == "Caf-728edaf03123d95b.preview.part")
+    }
+
     @Test func partialFilesOfAnEarlierLayoutMoveIntoTheirSubfolder() throws {
         let staging = try scratchFolder("staging")
         defer { try? FileManager.default.removeItem(at: staging) }

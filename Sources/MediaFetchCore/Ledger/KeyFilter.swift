@@ -78,15 +78,13 @@ struct KeyFilter: ~Copyable {
     private static let fnvBasis: UInt64 = 0xcbf2_9ce4_8422_2325
     private static let fnvPrime: UInt64 = 0x100_0000_01b3
 
-    /// FNV-1a's step over each byte of `text`: over its contiguous bytes when it has them (a native string
-    /// always does), where iterating `utf8` took about 80 instructions a byte, nine keys' strings an item.
+    /// FNV-1a's step over each byte of `text` (nine strings an item: over the buffer, see `withUTF8Bytes`).
     private static func fold(_ text: String, into hash: UInt64) -> UInt64 {
-        func step(_ bytes: some Sequence<UInt8>) -> UInt64 {
+        text.withUTF8Bytes { bytes in
             var hash = hash
             for byte in bytes { hash = (hash ^ UInt64(byte)) &* fnvPrime }
             return hash
         }
-        return text.utf8.withContiguousStorageIfAvailable { step($0) } ?? step(text.utf8)
     }
 
     /// splitmix64's finalizer: every output bit depends on every input bit.

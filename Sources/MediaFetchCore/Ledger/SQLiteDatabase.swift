@@ -86,13 +86,13 @@ final class SQLiteDatabase {
 
         init(_ text: String) {
             self.text = text
-            var sample = UInt64(text.utf8.count)
-            text.utf8.withContiguousStorageIfAvailable { bytes in
-                guard !bytes.isEmpty else { return }
+            sample = text.withUTF8Bytes { bytes in
+                var sample = UInt64(bytes.count)
+                guard !bytes.isEmpty else { return sample }
                 // Eight bytes spread over the text, the last one included.
                 for step in 1...8 { sample = sample &* 31 &+ UInt64(bytes[(bytes.count - 1) * step / 8]) }
+                return sample
             }
-            self.sample = sample
         }
 
         static func == (a: Self, b: Self) -> Bool { a.sample == b.sample && a.text == b.text }

@@ -107,7 +107,7 @@ public enum SafeName {
     }
 
     static func isASCII(_ text: String) -> Bool {
-        text.utf8.allSatisfy { $0 < 0x80 }
+        text.withUTF8Bytes { $0.allSatisfy { $0 < 0x80 } }
     }
 
     // MARK: - Steps
@@ -149,25 +149,27 @@ public enum SafeName {
     /// ``normalized(_:)`` for ASCII text, on bytes: the same rules (ASCII whitespace is tab to carriage
     /// return and space; the other controls are dropped), and no normalization is needed.
     static func normalizedASCII(_ raw: String) -> String {
-        var bytes: [UInt8] = []
-        bytes.reserveCapacity(raw.utf8.count)
-        var lastWasSpace = false
-        for byte in raw.utf8 {
-            var out = byte
-            switch byte {
-            case 0x09...0x0D, 0x20: out = 0x20
-            case 0x00...0x08, 0x0E...0x1F, 0x7F: continue
-            case UInt8(ascii: "/"), UInt8(ascii: "\\"), UInt8(ascii: "<"), UInt8(ascii: ">"), UInt8(ascii: ":"),
-                UInt8(ascii: "\""), UInt8(ascii: "|"), UInt8(ascii: "?"), UInt8(ascii: "*"):
-                out = UInt8(ascii: "_")
-            default: break
+        raw.withUTF8Bytes { raw in
+            var bytes: [UInt8] = []
+            bytes.reserveCapacity(raw.count)
+            var lastWasSpace = false
+            for byte in raw {
+                var out = byte
+                switch byte {
+                case 0x09...0x0D, 0x20: out = 0x20
+                case 0x00...0x08, 0x0E...0x1F, 0x7F: continue
+                case UInt8(ascii: "/"), UInt8(ascii: "\\"), UInt8(ascii: "<"), UInt8(ascii: ">"), UInt8(ascii: ":"),
+                    UInt8(ascii: "\""), UInt8(ascii: "|"), UInt8(ascii: "?"), UInt8(ascii: "*"):
+                    out = UInt8(ascii: "_")
+                default: break
+                }
+                let isSpace = out == 0x20
+                if isSpace && lastWasSpace { continue }
+                bytes.append(out)
+                lastWasSpace = isSpace
             }
-            let isSpace = out == 0x20
-            if isSpace && lastWasSpace { continue }
-            bytes.append(out)
-            lastWasSpace = isSpace
+            return String(decoding: bytes, as: UTF8.self)
         }
-        return String(decoding: bytes, as: UTF8.self)
     }
 
     /// Strips leading dots and spaces and trailing dots and spaces.

@@ -14,14 +14,12 @@ extension Pipeline {
 
     /// The staging name, and the subfolder it belongs in: the last digit of its hash (see ``shard(ofStagingName:)``).
     static func stagingNameAndShard(source: String, itemID: String, asset: AssetKind) -> (name: String, shard: String) {
-        let readable: String
-        if itemID.utf8.allSatisfy({ $0 < 0x80 }) {
-            // On bytes, the same answer: Character-level filtering showed in profiles of many-file runs.
-            let kept = itemID.utf8.lazy.filter(\.isASCIILetterOrDigit)
-            readable = String(decoding: Array(kept.prefix(40)), as: UTF8.self)
-        } else {
-            readable = String(itemID.filter { $0.isASCII && ($0.isLetter || $0.isNumber) }.prefix(40))
+        // On bytes, the same answer: Character-level filtering showed in profiles of many-file runs.
+        let ascii = itemID.withUTF8Bytes { bytes -> String? in
+            guard bytes.allSatisfy({ $0 < 0x80 }) else { return nil }
+            return String(decoding: Array(bytes.lazy.filter(\.isASCIILetterOrDigit).prefix(40)), as: UTF8.self)
         }
+        let readable = ascii ?? String(itemID.filter { $0.isASCII && ($0.isLetter || $0.isNumber) }.prefix(40))
         let hash = stableHash(source + "\u{0}" + itemID)
         return ("\(readable)-\(hash).\(asset.rawValue).part", hash.last.map(String.init) ?? "0")
     }
@@ -114,9 +112,10 @@ extension Pipeline {
 
     /// FNV-1a: stable across runs and platforms, unlike `hashValue`.
     static func stableHash(_ text: String) -> String {
-        var hash: UInt64 = 0xcbf2_9ce4_8422_2325
-        for byte in text.utf8 {
-            hash = (hash ^ UInt64(byte)) &* 0x100_0000_01b3
+        let hash = text.withUTF8Bytes { bytes in
+            var hash: UInt64 = 0xcbf2_9ce4_8422_2325
+            for byte in bytes { hash = (hash ^ UInt64(byte)) &* 0x100_0000_01b3 }
+            return hash
         }
         return String(hash, radix: 16)
     }
