@@ -66,25 +66,13 @@ struct KeyFilter: ~Copyable {
 
     /// FNV-1a of the scope, a zero byte and the key, then mixed (the low bits pick the first bit).
     private static func hash(scope: String, key: String) -> UInt64 {
-        mix(fold(key, into: fold(scope, into: fnvBasis) &* fnvPrime))
+        mix(FNV1a.fold(key, into: FNV1a.fold(scope) &* FNV1a.prime))
     }
 
     /// The same over a ledger key: its source, a zero byte, its item id, a zero byte, and its asset.
     static func hash(_ key: LedgerKey) -> UInt64 {
-        let source = fold(key.source, into: fnvBasis) &* fnvPrime
-        return mix(fold(key.asset.rawValue, into: fold(key.itemID, into: source) &* fnvPrime))
-    }
-
-    private static let fnvBasis: UInt64 = 0xcbf2_9ce4_8422_2325
-    private static let fnvPrime: UInt64 = 0x100_0000_01b3
-
-    /// FNV-1a's step over each byte of `text` (nine strings an item: over the buffer, see `withUTF8Bytes`).
-    private static func fold(_ text: String, into hash: UInt64) -> UInt64 {
-        text.withUTF8Bytes { bytes in
-            var hash = hash
-            for byte in bytes { hash = (hash ^ UInt64(byte)) &* fnvPrime }
-            return hash
-        }
+        let source = FNV1a.fold(key.source) &* FNV1a.prime
+        return mix(FNV1a.fold(key.asset.rawValue, into: FNV1a.fold(key.itemID, into: source) &* FNV1a.prime))
     }
 
     /// splitmix64's finalizer: every output bit depends on every input bit.

@@ -110,14 +110,9 @@ extension Pipeline {
         return true
     }
 
-    /// FNV-1a: stable across runs and platforms, unlike `hashValue`.
+    /// ``FNV1a``, in hexadecimal: stable across runs and platforms, unlike `hashValue`.
     static func stableHash(_ text: String) -> String {
-        let hash = text.withUTF8Bytes { bytes in
-            var hash: UInt64 = 0xcbf2_9ce4_8422_2325
-            for byte in bytes { hash = (hash ^ UInt64(byte)) &* 0x100_0000_01b3 }
-            return hash
-        }
-        return String(hash, radix: 16)
+        String(FNV1a.fold(text), radix: 16)
     }
 
     /// Where a run keeps partial downloads, inside its state directory.
