@@ -76,27 +76,30 @@ struct SlotsTests {
     @Test func weightedTakesWaitInOrderAndACancelledWaitLeavesTheSlotsWhole() async throws {
         let budget = Slots(limit: 10)
         try await budget.acquire(6)
-        let order = Arrivals()
+        let order = OrderLog()
         let large = Task {
             try await budget.acquire(8)
-            order.names.withLock { $0.append("large") }
+            order.entries.withLock { $0.append(8) }
         }
-        try await Self.until { budget.waiters == 1 }
+        await yield(until: { budget.waiters == 1 })
+        #expect(budget.waiters == 1)
         // Room for it now, but it came after the large one: it waits behind it.
         let small = Task {
             try await budget.acquire(2)
-            order.names.withLock { $0.append("small") }
+            order.entries.withLock { $0.append(2) }
         }
-        try await Self.until { budget.waiters == 2 }
+        await yield(until: { budget.waiters == 2 })
+        #expect(budget.waiters == 2)
         let cancelled = Task { try await budget.acquire(1) }
-        try await Self.until { budget.waiters == 3 }
+        await yield(until: { budget.waiters == 3 })
+        #expect(budget.waiters == 3)
         cancelled.cancel()
         await #expect(throws: CancellationError.self) { try await cancelled.value }
         #expect(budget.waiters == 2)
         budget.release(6)
         try await large.value
         try await small.value
-        #expect(order.names.withLock { $0 } == ["large", "small"])
+        #expect(order.entries.withLock { $0 } == [8, 2])
         #expect(budget.waiters == 0)
         budget.release(10)
         // All ten are free again: a take of the whole budget goes at once.
@@ -104,33 +107,19 @@ struct SlotsTests {
         #expect(budget.waiters == 0)
     }
 
-    static func until(_ condition: () -> Bool) async throws {
-        let deadline = ContinuousClock.now + .seconds(30)
-        while !condition() {
-            guard ContinuousClock.now < deadline else {
-                Issue.record("the condition did not hold within 30 s")
-                return
-            }
-            try await Task.sleep(for: .milliseconds(5))
-        }
-    }
-
     /// A large wait at the head that is cancelled lets in the smaller ones it held back.
     @Test func cancellingALargeWaitLetsTheSmallerOnesBehindIt() async throws {
         let slots = Slots(limit: 10)
         try await slots.acquire(6)
         let large = Task { try await slots.acquire(8) }
-        try await Self.until { slots.waiters == 1 }
+        await yield(until: { slots.waiters == 1 })
+        #expect(slots.waiters == 1)
         let small = Task { try await slots.acquire(3) }
-        try await Self.until { slots.waiters == 2 }
+        await yield(until: { slots.waiters == 2 })
+        #expect(slots.waiters == 2)
         large.cancel()
         await #expect(throws: CancellationError.self) { try await large.value }
         try await small.value
         #expect(slots.available == 1 && slots.waiters == 0)
     }
-}
-
-/// Names in the order their tasks got through.
-final class Arrivals: Sendable {
-    let names = Mutex<[String]>([])
 }
