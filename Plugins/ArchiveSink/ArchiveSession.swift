@@ -53,12 +53,12 @@ final class ArchiveSession {
         if let failure { throw SinkError("the archive \(path.path) was given up earlier: \(failure)") }
         guard !written.contains(name) else { throw SinkError("\(name) is already in the archive") }
         // Everything that can go wrong before the first byte leaves the archive intact.
-        let source = open(file.url.path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC)
+        let source = open(file.path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC)
         guard source >= 0 else { throw SinkError("cannot read the downloaded file: \(errorText(errno))") }
         defer { _ = Glibc.close(source) }
         var info = stat()
         guard fstat(source, &info) == 0, info.st_mode & S_IFMT == S_IFREG else {
-            throw SinkError("the downloaded file \(file.url.path) is not a plain file")
+            throw SinkError("the downloaded file \(file.path) is not a plain file")
         }
         guard Int64(info.st_size) == file.size else {
             throw SinkError("the downloaded file holds \(info.st_size) bytes, not the \(file.size) reported")

@@ -263,7 +263,7 @@ final class CurlTransfer: @unchecked Sendable {
             }
             restarted = decision.restarts
             do {
-                file = try DownloadFile(request.destination, keeping: decision.base)
+                file = try DownloadFile(path: request.destinationPath, keeping: decision.base)
             } catch {
                 return fail(error)
             }

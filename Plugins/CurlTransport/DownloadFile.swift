@@ -12,32 +12,32 @@ final class DownloadFile {
     /// Where the body starts: the kept bytes on 206, zero on 200.
     let base: Int64
     private(set) var written: Int64 = 0
-    let url: URL
+    /// The file's path: errors name it (a URL is made of it only for them).
+    let path: String
 
     /// Opens (creating when needed) and cuts the file to `base` bytes.
-    init(_ url: URL, keeping base: Int64) throws(TransportError) {
-        self.url = url
+    init(path: String, keeping base: Int64) throws(TransportError) {
+        self.path = path
         self.base = base
-        let path = url.path
         if base == 0 {
             // A new file is empty already: no `fstat` to learn its size (one of a small file's system calls).
             descriptor = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o644)
             if descriptor >= 0 { return }
-            guard errno == EEXIST else { throw Self.error(url, "cannot open") }
+            guard errno == EEXIST else { throw Self.error(path, "cannot open") }
         }
         descriptor = open(path, O_WRONLY | O_CREAT | O_CLOEXEC, 0o644)
-        guard descriptor >= 0 else { throw Self.error(url, "cannot open") }
+        guard descriptor >= 0 else { throw Self.error(path, "cannot open") }
         // Only cut when the size is wrong: ext4 flushes a file truncated to zero when it is closed (its
         // replace-by-truncate safeguard), which made a fresh 512 MiB download wait on the disk.
         var status = stat()
         guard fstat(descriptor, &status) == 0 else {
-            let error = Self.error(url, "cannot stat")
+            let error = Self.error(path, "cannot stat")
             Glibc.close(descriptor)
             descriptor = -1
             throw error
         }
         guard Int64(status.st_size) == base || ftruncate(descriptor, off_t(base)) == 0 else {
-            let error = Self.error(url, "cannot cut to \(base) bytes")
+            let error = Self.error(path, "cannot cut to \(base) bytes")
             Glibc.close(descriptor)
             descriptor = -1
             throw error
@@ -56,7 +56,7 @@ final class DownloadFile {
             let count = pwrite(descriptor, start + done, bytes.count - done, off_t(base + written + Int64(done)))
             if count < 0 {
                 if errno == EINTR { continue }
-                throw Self.error(url, "cannot write")
+                throw Self.error(path, "cannot write")
             }
             done += count
         }
@@ -68,10 +68,11 @@ final class DownloadFile {
         guard descriptor >= 0 else { return }
         let result = Glibc.close(descriptor)
         descriptor = -1
-        if result != 0 { throw Self.error(url, "cannot close") }
+        if result != 0 { throw Self.error(path, "cannot close") }
     }
 
-    private static func error(_ url: URL, _ what: String) -> TransportError {
-        TransportError(.fileError, url: url, detail: "\(what) \(url.path): \(String(cString: strerror(errno)))")
+    private static func error(_ path: String, _ what: String) -> TransportError {
+        let reason = String(cString: strerror(errno))
+        return TransportError(.fileError, url: URL(fileURLWithPath: path), detail: "\(what) \(path): \(reason)")
     }
 }

@@ -177,7 +177,7 @@ public final class DirectorySink: Sink {
     public func store(_ file: StagedFile, as plan: StoragePlan) async throws -> String {
         let placement = SafePlacement(
             rootPath: rootPath, relativePath: plan.relativePath, item: plan.item, sync: sync)
-        let staged = file.url.path
+        let staged = file.path
         let flush = sync ? try groupFlush(covering: staged) : nil
         let root = try rootFolder(placement)
         do {

@@ -89,7 +89,7 @@ public final class ExecSink: Sink {
     public func store(_ file: StagedFile, as plan: StoragePlan) async throws -> String {
         let answer = try await connection.request("store", expects: "stored", about: plan.relativePath) { line in
             line.add("path", plan.relativePath)
-            line.add("file", file.url.path)
+            line.add("file", file.path)
             line.add("size", file.size)
             line.add("sha256", file.sha256)
             line.add("asset", plan.asset.rawValue)

@@ -295,7 +295,7 @@ extension FileTransfer {
         base = decision.base
         restarted = decision.restarts
         expected = length
-        let path = request.destination.path
+        let path = request.destinationPath
         if !FileManager.default.fileExists(atPath: path) {
             guard FileManager.default.createFile(atPath: path, contents: nil) else {
                 throw TransportError(.fileError, url: request.destination, detail: "cannot create the file")

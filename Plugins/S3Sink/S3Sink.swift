@@ -119,7 +119,7 @@ public final class S3Sink: Sink {
         } catch {
             throw SinkError("cannot store \(plan.item) as \(location): \(error)", cause: error)
         }
-        _ = unlink(file.url.path)
+        _ = unlink(file.path)
         collector.stored(plan, file: stored)
         return location
     }

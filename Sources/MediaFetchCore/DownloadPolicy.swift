@@ -117,20 +117,32 @@ public struct DownloadPolicy: Sendable, Hashable {
     public func accepts(contentType: String?, for asset: AssetKind) -> Bool {
         let patterns = asset == .preview ? previewTypes : artworkTypes
         guard !patterns.isEmpty, let contentType else { return true }
-        let type = Self.mediaType(contentType).utf8
-        // Compared on bytes: both sides are lowercased, and Character-level prefix tests showed in profiles.
-        return patterns.contains { written in
-            // Lowercased only when it has capitals: a new string per pattern per item showed in profiles.
-            let hasCapitals = written.utf8.contains { $0 >= UInt8(ascii: "A") && $0 <= UInt8(ascii: "Z") }
-            let lowered = hasCapitals || !written.utf8.allSatisfy({ $0 < 0x80 }) ? written.lowercased() : written
-            let pattern = lowered.utf8
-            if pattern.count >= 2, pattern.last == UInt8(ascii: "*"),
-                pattern[pattern.index(pattern.endIndex, offsetBy: -2)] == UInt8(ascii: "/")
-            {
-                return type.starts(with: pattern.dropLast())
+        // Compared on bytes, both sides lowercased: Character-level tests, and then a loop over `utf8` and a new
+        // string per pattern per item, showed in profiles.
+        return Self.mediaType(contentType).withUTF8Bytes { type in
+            patterns.contains { written in
+                written.withUTF8Bytes { pattern in
+                    pattern.allSatisfy { $0 < 0x80 }
+                        ? Self.matches(type, pattern: pattern)
+                        : written.lowercased().withUTF8Bytes { Self.matches(type, pattern: $0) }
+                }
             }
-            return type.elementsEqual(pattern)
         }
+    }
+
+    /// Whether a lowercased media type matches a pattern: `type/*` any type it begins, else the type itself; the
+    /// pattern's ASCII capitals count as lowercase.
+    static func matches(_ type: UnsafeBufferPointer<UInt8>, pattern: UnsafeBufferPointer<UInt8>) -> Bool {
+        var length = pattern.count
+        let wildcard = length >= 2 && pattern[length - 1] == UInt8(ascii: "*") && pattern[length - 2] == UInt8(ascii: "/")
+        if wildcard { length -= 1 }
+        guard wildcard ? type.count >= length : type.count == length else { return false }
+        for index in 0..<length {
+            let byte = pattern[index]
+            let lowered = byte >= UInt8(ascii: "A") && byte <= UInt8(ascii: "Z") ? byte | 0x20 : byte
+            if type[index] != lowered { return false }
+        }
+        return true
     }
 
     /// The media type of a Content-Type value: the first non-empty field before a `;`, trimmed, lowercased.

@@ -102,7 +102,27 @@ public struct DownloadRequest: Sendable {
     public var url: URL
     public var headers: HTTPHeaders
     /// The file the body goes into. The transport creates it if needed.
-    public var destination: URL
+    ///
+    /// A request made with ``init(url:destinationPath:headers:resumeFrom:validator:maxBytes:onResponse:)`` makes
+    /// this URL from ``destinationPath`` each time it is read.
+    public var destination: URL {
+        get { destinationURL ?? URL(fileURLWithPath: storedPath, isDirectory: false) }
+        set {
+            destinationURL = newValue
+            storedPath = newValue.path
+        }
+    }
+    /// The path of ``destination``, which a transport that opens the file itself should use: a run pays for a
+    /// file URL made and decoded again for each file (4% of a many-small-files run's instructions).
+    public var destinationPath: String {
+        get { storedPath }
+        set {
+            storedPath = newValue
+            destinationURL = nil
+        }
+    }
+    private var storedPath: String
+    private var destinationURL: URL?
     /// Bytes already in `destination` to keep: when above zero the transport asks for
     /// `Range: bytes=N-` with `If-Range` from `validator`, appends on 206 and starts over on 200.
     public var resumeFrom: Int64
@@ -125,7 +145,28 @@ public struct DownloadRequest: Sendable {
     ) {
         self.url = url
         self.headers = headers
-        self.destination = destination
+        self.storedPath = destination.path
+        self.destinationURL = destination
+        self.resumeFrom = resumeFrom
+        self.validator = validator
+        self.maxBytes = maxBytes
+        self.onResponse = onResponse
+    }
+
+    /// A request whose file is given by its path (see ``destinationPath``).
+    public init(
+        url: URL,
+        destinationPath: String,
+        headers: HTTPHeaders = [:],
+        resumeFrom: Int64 = 0,
+        validator: Validator? = nil,
+        maxBytes: Int64? = nil,
+        onResponse: (@Sendable (DownloadResponse) -> Void)? = nil
+    ) {
+        self.url = url
+        self.headers = headers
+        self.storedPath = destinationPath
+        self.destinationURL = nil
         self.resumeFrom = resumeFrom
         self.validator = validator
         self.maxBytes = maxBytes

@@ -97,7 +97,26 @@ extension Sink {
 
 /// A finished, verified download waiting in the staging directory.
 public struct StagedFile: Sendable {
-    public var url: URL
+    /// The file. Made with ``init(path:size:sha256:sourceURL:downloadedAt:)``, this URL is made from ``path``
+    /// each time it is read.
+    public var url: URL {
+        get { storedURL ?? URL(fileURLWithPath: storedPath, isDirectory: false) }
+        set {
+            storedURL = newValue
+            storedPath = newValue.path
+        }
+    }
+    /// The path of ``url``, which a sink that opens the file itself should use: a run pays for a file URL made and
+    /// decoded again for each file (4% of a many-small-files run's instructions).
+    public var path: String {
+        get { storedPath }
+        set {
+            storedPath = newValue
+            storedURL = nil
+        }
+    }
+    private var storedPath: String
+    private var storedURL: URL?
     public var size: Int64
     /// Lowercase hex SHA-256 of the bytes; nil when the run verifies sizes only and the sink did not ask
     /// for digests (``Sink/needsDigests``).
@@ -108,7 +127,18 @@ public struct StagedFile: Sendable {
     public var downloadedAt: Date
 
     public init(url: URL, size: Int64, sha256: String?, sourceURL: URL, downloadedAt: Date = Date()) {
-        self.url = url
+        self.storedPath = url.path
+        self.storedURL = url
+        self.size = size
+        self.sha256 = sha256
+        self.sourceURL = sourceURL
+        self.downloadedAt = downloadedAt
+    }
+
+    /// A staged file given by its path (see ``path``).
+    public init(path: String, size: Int64, sha256: String?, sourceURL: URL, downloadedAt: Date = Date()) {
+        self.storedPath = path
+        self.storedURL = nil
         self.size = size
         self.sha256 = sha256
         self.sourceURL = sourceURL

@@ -411,7 +411,7 @@ public final class ScriptedTransport: Transport {
         _ content: MockContent, from kept: Int64, count: Int64, to request: DownloadRequest, total: Int64,
         progress: @Sendable (DownloadProgress) -> Void
     ) async throws {
-        let path = request.destination.path
+        let path = request.destinationPath
         try? FileManager.default.createDirectory(
             at: request.destination.deletingLastPathComponent(), withIntermediateDirectories: true)
         let descriptor = open(path, O_WRONLY | O_CREAT | O_CLOEXEC, 0o644)

@@ -45,6 +45,51 @@ struct NamingFastPathTests {
         }
     }
 
+    /// The content-type test as it was written on Strings, before it compared bytes.
+    static func acceptsOnStrings(_ contentType: String, patterns: [String]) -> Bool {
+        let type = DownloadPolicy.mediaType(contentType)
+        return patterns.contains { written in
+            let pattern = written.lowercased().utf8
+            return pattern.count >= 2 && pattern.suffix(2).elementsEqual("/*".utf8)
+                ? type.utf8.starts(with: pattern.dropLast()) : type.utf8.elementsEqual(pattern)
+        }
+    }
+
+    @Test func contentTypesOnBytesMatchTheTestOnStrings() {
+        var random = SplitMix64(seed: 17)
+        let alphabet = Array("aAuUdDiIoO/*; \t-x".utf8)
+        let fixed = ["audio/*", "Video/*", "application/octet-stream", "*", "/*", "a/", "AUDIO/MP4", "İmage/*", "ä/*"]
+        for _ in 0..<5_000 {
+            let word = { (limit: Int) -> String in
+                let length = Int.random(in: 0...limit, using: &random)
+                return String(decoding: (0..<length).map { _ in alphabet.randomElement(using: &random)! }, as: UTF8.self)
+            }
+            let type = Bool.random(using: &random) ? word(12) : fixed.randomElement(using: &random)!
+            let patterns = (0..<Int.random(in: 1...3, using: &random)).map { _ in
+                Bool.random(using: &random) ? word(8) : fixed.randomElement(using: &random)!
+            }
+            let policy = DownloadPolicy(previewTypes: patterns)
+            #expect(
+                policy.accepts(contentType: type, for: .preview) == Self.acceptsOnStrings(type, patterns: patterns),
+                "\(type) against \(patterns)")
+        }
+    }
+
+    @Test func plannedPathsSplitOnTheSlashByte() throws {
+        let placement = { (path: String) in
+            SafePlacement(rootPath: "/nonexistent", relativePath: path, item: ItemRef(id: "1", title: "t"))
+        }
+        #expect(try placement("Artist/Album/01 Song.m4a").validatedComponents() == ["Artist", "Album", "01 Song.m4a"])
+        #expect(try placement("...").validatedComponents() == ["..."])
+        // A combining mark after the slash joins it into one Character; the filesystem still sees a separator.
+        #expect(try placement("a/\u{301}b").validatedComponents() == ["a", "\u{301}b"])
+        let long = String(repeating: "é", count: 128)
+        for unsafe in ["", "/a", "a/", "a//b", ".", "./a", "a/..", "a/b\u{0}c", "a/" + long] {
+            #expect(throws: SinkError.self, "\(unsafe.debugDescription)") { try placement(unsafe).validatedComponents() }
+        }
+        #expect(try placement(String(repeating: "é", count: 127) + "e").validatedComponents().count == 1)
+    }
+
     /// The device-name rule before its length guard.
     static func isDeviceNameWithoutGuard(_ name: String) -> Bool {
         let base = name.split(separator: ".", maxSplits: 1, omittingEmptySubsequences: false).first ?? ""

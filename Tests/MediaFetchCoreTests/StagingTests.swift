@@ -50,7 +50,7 @@ struct StagingTests {
     @Test func strayFilesStayWhereTheyAreAndStopNothing() throws {
         let staging = try scratchFolder("staging")
         defer { try? FileManager.default.removeItem(at: staging) }
-        // Not a name stableHash writes (an uppercase digit), and a file that is no partial at all.
+        // Not a name a staging hash makes (an uppercase digit), and a file that is no partial at all.
         try Data().write(to: staging.appendingPathComponent("x-A.preview.part"))
         try Data().write(to: staging.appendingPathComponent("README"))
         try Pipeline.prepareStaging(staging)

@@ -12,10 +12,10 @@ extension Pipeline {
     func ledgerEntry(_ key: LedgerKey) throws -> LedgerEntry? {
         guard let ledger = options.ledger else { return nil }
         guard options.control != nil else { return try ledger.committedEntry(key) }
-        let staging = Self.stagingLocation(
+        let staging = Self.stagingPath(
             inFolder: options.stagingDirectory.path, source: key.source, itemID: key.itemID, asset: key.asset)
         var info = stat()
-        let kept = stat(staging.path, &info) == 0 && info.st_size > 0
+        let kept = stat(staging, &info) == 0 && info.st_size > 0
         return try kept ? ledger.entry(key) : ledger.committedEntry(key)
     }
 }

@@ -302,12 +302,12 @@ public struct Pipeline: Sendable {
 
     func download(_ job: Job, _ run: RunState) async {
         let ref = job.item.ref
-        let (staging, stagingPath) = Self.stagingLocation(
+        let stagingPath = Self.stagingPath(
             inFolder: run.stagingFolder, source: options.sourceName, itemID: job.item.id, asset: job.asset)
         let ledger = options.ledger
         let policy = options.policy
         if let entry = job.entry, entry.status == .verified, !Task.isCancelled,
-            await storeKept(job, entry, staging: staging, path: stagingPath, run)
+            await storeKept(job, entry, path: stagingPath, run)
         {
             return
         }
@@ -322,7 +322,7 @@ public struct Pipeline: Sendable {
             return
         }
         var holdsSlot = true
-        var (resumeFrom, validator) = resumePoint(job, staging: staging, path: stagingPath, run)
+        var (resumeFrom, validator) = resumePoint(job, path: stagingPath, run)
         var expected = job.entry?.expectedBytes
         ledger?.begin(job.key, title: job.item.title, url: job.url)
         run.report(.itemStarted(ref, asset: job.asset, url: job.url, resumeFrom: resumeFrom))
@@ -346,8 +346,8 @@ public struct Pipeline: Sendable {
                 do {
                     fetched = .success(
                         try await fetch(
-                            job, staging: staging, stagingPath: stagingPath, resumeFrom: resumeFrom,
-                            validator: validator, expected: expected,
+                            job, stagingPath: stagingPath, resumeFrom: resumeFrom, validator: validator,
+                            expected: expected,
                             answer: answer, digest: policy.computesDigests || sink.needsDigests, run))
                 } catch {
                     fetched = .failure(error)
@@ -357,14 +357,14 @@ public struct Pipeline: Sendable {
                 holdsSlot = false
                 let result = try fetched.get()
                 guard policy.accepts(contentType: result.contentType, for: job.asset) else {
-                    try? FileManager.default.removeItem(at: staging)
+                    try? FileManager.default.removeItem(atPath: stagingPath)
                     throw PipelineError(
                         "served as \(result.contentType ?? "?"), which is not "
                             + IndefiniteArticle.before(job.asset.rawValue)
                             + " (the download section's \(job.asset.rawValue)-types lists what is accepted)")
                 }
                 let size = try result.size ?? Self.fileSize(atPath: stagingPath)
-                let staged = StagedFile(url: staging, size: size, sha256: result.sha256, sourceURL: result.url)
+                let staged = StagedFile(path: stagingPath, size: size, sha256: result.sha256, sourceURL: result.url)
                 // A store (waiting on the disk, when durable) lets the next download get under way.
                 run.underWay.release()
                 underWay = false
@@ -406,7 +406,7 @@ public struct Pipeline: Sendable {
                     (resumeFrom, validator, expected) = (offset, answered, size)
                 case .discard:
                     (resumeFrom, validator, kept) = (0, nil, 0)
-                    try? FileManager.default.removeItem(at: staging)
+                    try? FileManager.default.removeItem(atPath: stagingPath)
                 }
                 if decision.next != .giveUp, overBudget(run) {
                     // The run's failures reached its budget while this attempt ran: paused, not tried again.
@@ -471,8 +471,7 @@ public struct Pipeline: Sendable {
     /// type's doc), without a request: when it is still there with the size, and the SHA-256 when one was
     /// recorded, that the ledger says, for the same URL. A file that no longer matches is deleted.
     /// - Returns: false when the item must be fetched as usual.
-    private func storeKept(_ job: Job, _ entry: LedgerEntry, staging: URL, path: String, _ run: RunState) async -> Bool
-    {
+    private func storeKept(_ job: Job, _ entry: LedgerEntry, path: String, _ run: RunState) async -> Bool {
         var info = stat()
         guard stat(path, &info) == 0 else { return false }
         let size = Int64(info.st_size)
@@ -480,7 +479,7 @@ public struct Pipeline: Sendable {
         var matches = entry.url == job.url.absoluteString && size == entry.receivedBytes
         if matches && (sha256 != nil || options.policy.computesDigests || sink.needsDigests) {
             // Read again: the bytes go into the sink under this digest, and a file changed since must not.
-            let digest = try? FileFollower.digest(of: staging)
+            let digest = try? FileFollower.digest(of: URL(fileURLWithPath: path, isDirectory: false))
             matches = digest != nil && (sha256 == nil || digest == sha256)
             sha256 = digest
         }
@@ -492,7 +491,7 @@ public struct Pipeline: Sendable {
         run.report(.itemStarted(ref, asset: job.asset, url: job.url, resumeFrom: size))
         // The modification time is when its last byte arrived; the URL after redirects was not recorded.
         let finished = Date(timeIntervalSince1970: Double(info.st_mtim.tv_sec))
-        let staged = StagedFile(url: staging, size: size, sha256: sha256, sourceURL: job.url, downloadedAt: finished)
+        let staged = StagedFile(path: path, size: size, sha256: sha256, sourceURL: job.url, downloadedAt: finished)
         do {
             let location = try await store(job, staged, keptAt: path, verifiedBefore: true, run)
             run.report(.stored(ref, asset: job.asset, location: location, bytes: size))
@@ -544,21 +543,22 @@ public struct Pipeline: Sendable {
     /// One attempt at the bytes of `job` into `staging`, from `resumeFrom`.
     /// One attempt, with the file hashed as it arrives when `digest` is asked for.
     private func fetch(
-        _ job: Job, staging: URL, stagingPath: String, resumeFrom: Int64, validator: Validator?, expected: Int64?,
-        answer: AnswerBox, digest: Bool, _ run: RunState
+        _ job: Job, stagingPath: String, resumeFrom: Int64, validator: Validator?, expected: Int64?, answer: AnswerBox,
+        digest: Bool, _ run: RunState
     ) async throws -> Fetched {
         guard digest else {
             return try await transfer(
-                job, staging: staging, stagingPath: stagingPath, resumeFrom: resumeFrom, validator: validator,
-                expected: expected, answer: answer, written: nil, run)
+                job, stagingPath: stagingPath, resumeFrom: resumeFrom, validator: validator, expected: expected,
+                answer: answer, written: nil, run)
         }
         let (written, feed) = AsyncStream.makeStream(of: Int64.self, bufferingPolicy: .bufferingNewest(1))
         return try await withThrowingTaskGroup(of: String.self) { group in
+            let staging = URL(fileURLWithPath: stagingPath, isDirectory: false)
             group.addTask { try await FileFollower.digest(of: staging, following: written) }
             do {
                 var fetched = try await transfer(
-                    job, staging: staging, stagingPath: stagingPath, resumeFrom: resumeFrom, validator: validator,
-                    expected: expected, answer: answer, written: feed, run)
+                    job, stagingPath: stagingPath, resumeFrom: resumeFrom, validator: validator, expected: expected,
+                    answer: answer, written: feed, run)
                 feed.finish()
                 fetched.sha256 = try await group.next()
                 return fetched
@@ -571,8 +571,8 @@ public struct Pipeline: Sendable {
     }
 
     private func transfer(
-        _ job: Job, staging: URL, stagingPath: String, resumeFrom: Int64, validator: Validator?, expected: Int64?,
-        answer: AnswerBox, written: AsyncStream<Int64>.Continuation?, _ run: RunState
+        _ job: Job, stagingPath: String, resumeFrom: Int64, validator: Validator?, expected: Int64?, answer: AnswerBox,
+        written: AsyncStream<Int64>.Continuation?, _ run: RunState
     ) async throws -> Fetched {
         if let expected, resumeFrom == expected, validator != nil {
             // Killed after the last byte and before the store: nothing left to fetch.
@@ -582,7 +582,7 @@ public struct Pipeline: Sendable {
         let ref = job.item.ref
         let throttle = ProgressThrottle(interval: options.progressInterval)
         let request = DownloadRequest(
-            url: job.url, destination: staging, resumeFrom: resumeFrom, validator: validator,
+            url: job.url, destinationPath: stagingPath, resumeFrom: resumeFrom, validator: validator,
             maxBytes: options.policy.maxSize,
             onResponse: { head in
                 answer.set(head)
@@ -607,7 +607,7 @@ public struct Pipeline: Sendable {
         } catch let error as TransportError where error.status == 416 && resumeFrom > 0 {
             // A range past the end: complete when the server's size is what we hold.
             guard error.headers?["Content-Range"].flatMap(ContentRange.unsatisfiedLength) == resumeFrom else {
-                try? FileManager.default.removeItem(at: staging)
+                try? FileManager.default.removeItem(atPath: stagingPath)
                 throw error
             }
             return Fetched(url: job.url, contentType: nil, transferred: 0)
@@ -615,7 +615,7 @@ public struct Pipeline: Sendable {
     }
 
     /// Where a download can go on from (``ResumePoint``); kept bytes it cannot go on from are removed.
-    private func resumePoint(_ job: Job, staging: URL, path: String, _ run: RunState) -> (Int64, Validator?) {
+    private func resumePoint(_ job: Job, path: String, _ run: RunState) -> (Int64, Validator?) {
         // Nothing to resume without an entry, and no file to remove when the staging folders held none as the run
         // began: an item the ledger does not know was not fetched before in this run (ids are not repeated, and a
         // queue, which can bring an item again, is not such a run). The `stat` of a file that is not there was a
@@ -623,7 +623,7 @@ public struct Pipeline: Sendable {
         if job.entry == nil && run.stagingWasEmpty.load(ordering: .relaxed) { return (0, nil) }
         let size = (try? Self.fileSize(atPath: path)) ?? 0
         let point = ResumePoint.decide(kept: size, entry: job.entry, url: job.url, refetch: options.refetch)
-        if size > 0 && point.offset == 0 { try? FileManager.default.removeItem(at: staging) }
+        if size > 0 && point.offset == 0 { _ = unlink(path) }
         return (point.offset, point.validator)
     }
 }

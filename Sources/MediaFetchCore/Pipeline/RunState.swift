@@ -23,7 +23,7 @@ final class RunState: Sendable {
     /// The transfer slots: `concurrency` downloads move bytes at once.
     let transfers: Slots
 
-    /// The staging folder's path (see ``Pipeline/stagingLocation(inFolder:source:itemID:asset:)``).
+    /// The staging folder's path (see ``Pipeline/stagingPath(inFolder:source:itemID:asset:)``).
     let stagingFolder: String
     /// Set before the first item when the staging folders held no file as the run began and no item can come
     /// twice: then a staging file exists only for an item the ledger knows of.

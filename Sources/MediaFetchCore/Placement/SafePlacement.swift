@@ -224,13 +224,23 @@ public struct SafePlacement: Sendable {
 
     /// The planned path's components, refusing anything a sink's own planner would never produce (a plan
     /// can come from a ledger written by another version).
+    ///
+    /// Split on the byte `/`, not on the Character: that split showed in many-file profiles, and a `/` that a
+    /// combining mark joins into one Character is still a separator to the filesystem.
     func validatedComponents() throws(SinkError) -> [String] {
-        let components = relativePath.split(separator: "/", omittingEmptySubsequences: false).map(String.init)
-        for name in components {
-            if name.isEmpty || name == "." || name == ".." || name.utf8.contains(0) || name.utf8.count > 255 {
-                throw failure("the planned path is not a safe relative path")
+        let components = relativePath.withUTF8Bytes { bytes -> [String]? in
+            var components: [String] = []
+            var start = 0
+            for end in 0...bytes.count where end == bytes.count || bytes[end] == UInt8(ascii: "/") {
+                let name = UnsafeBufferPointer(rebasing: bytes[start..<end])
+                let dots = name.count <= 2 && name.allSatisfy { $0 == UInt8(ascii: ".") }
+                if name.isEmpty || dots || name.contains(0) || name.count > 255 { return nil }
+                components.append(String(decoding: name, as: UTF8.self))
+                start = end + 1
             }
+            return components
         }
+        guard let components else { throw failure("the planned path is not a safe relative path") }
         return components
     }
 
