@@ -144,10 +144,16 @@ function megabytes(bytes) {
   return (bytes / 1e6).toFixed(bytes >= 1e7 ? 0 : 1) + " MB";
 }
 
+// Catalog text as it is shown: without bidirectional embeddings, overrides and isolates, which would make a title
+// read as something else ("...\u202Egnp.exe" shows as "...exe.png"), as names on disk are without them too.
+function plain(text) {
+  return text == null ? "" : String(text).replace(/[\u202A-\u202E\u2066-\u2069]/g, "");
+}
+
 function cell(row, text, className, tag) {
   const td = document.createElement(tag || "td");
   if (className) td.className = className;
-  td.textContent = text == null ? "" : String(text);
+  td.textContent = plain(text);
   row.appendChild(td);
   return td;
 }
@@ -221,7 +227,7 @@ function fillProgress(td, download) {
     if (download.status === "downloading" || download.status === "paused") {
       text += " " + megabytes(download.receivedBytes) + (expected > 0 ? " of " + megabytes(expected) : "");
     }
-    if (download.reason && download.status === "failed") text += ": " + download.reason;
+    if (download.reason && download.status === "failed") text += ": " + plain(download.reason);
     if (label.textContent !== text) {
       label.textContent = text;
       label.title = text;
@@ -255,7 +261,7 @@ function refresh(row, download, progressAt, actionsAt, statusAt, make) {
   }
 }
 
-function titleOf(item) { return (item.artist ? item.artist + " – " : "") + item.title; }
+function titleOf(item) { return plain((item.artist ? item.artist + " – " : "") + item.title); }
 
 function resultRow(result) {
   const row = document.createElement("tr");
@@ -289,8 +295,8 @@ function resultRow(result) {
 function queueRow(download) {
   const row = document.createElement("li");
   row.dataset.id = download.id;
-  cell(row, download.title, "title", "span").title = download.title || "";
-  cell(row, download.artist, "artist", "span").title = download.artist || "";
+  cell(row, download.title, "title", "span").title = plain(download.title);
+  cell(row, download.artist, "artist", "span").title = plain(download.artist);
   cell(row, download.status, "state", "span");
   row.appendChild(progressCell(download, "span"));
   row.appendChild(actions(download.id, titleOf(download), download, true, "span"));

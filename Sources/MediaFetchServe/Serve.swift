@@ -38,6 +38,13 @@ public enum Serve {
         address == "127.0.0.1" || address == "::1" || address.hasPrefix("127.")
     }
 
+    /// Whether `address` is written as an IPv4 or IPv6 address, which is what the server binds.
+    static func isIPAddress(_ address: String) -> Bool {
+        var v4 = in_addr()
+        var v6 = in6_addr()
+        return inet_pton(AF_INET, address, &v4) == 1 || inet_pton(AF_INET6, address, &v6) == 1
+    }
+
     /// A random token: 32 bytes from the system's generator, as hex.
     public static func makeToken() -> String {
         var generator = SystemRandomNumberGenerator()
@@ -53,6 +60,10 @@ public enum Serve {
         spec: PipelineSpec, registry: PluginRegistry, options: Options,
         ready: @escaping @Sendable (URL) -> Void
     ) async throws -> RunSummary {
+        if !isIPAddress(options.listen) {
+            // A name (localhost) is refused before it is taken for a non-loopback address.
+            throw ServeError("--listen \(options.listen) is not an IPv4 or IPv6 address (e.g. 127.0.0.1, 0.0.0.0, ::1)")
+        }
         if !isLoopback(options.listen) && options.token == nil {
             throw ServeError(
                 "--listen \(options.listen) makes the server reachable from other machines: give it --token T "

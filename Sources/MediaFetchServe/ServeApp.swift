@@ -115,8 +115,11 @@ final class ServeApp: Sendable {
     // MARK: Checks
 
     private func authorized(_ request: HTTPServer.Request) -> Bool {
-        guard let value = request.header("Authorization"), value.hasPrefix("Bearer ") else { return false }
-        return Self.constantTimeEqual(String(value.dropFirst("Bearer ".count)), token)
+        // The scheme's name is case-insensitive (RFC 9110 section 11.1): `bearer` is `Bearer`.
+        guard let value = request.header("Authorization"), value.utf8.count > 7,
+            value.prefix(7).lowercased() == "bearer "
+        else { return false }
+        return Self.constantTimeEqual(String(value.dropFirst(7)), token)
     }
 
     private func cookieAuthorized(_ request: HTTPServer.Request) -> Bool {
@@ -187,10 +190,13 @@ final class ServeApp: Sendable {
             return Self.error(400, "the body must be {\"ids\": [...]} with 1 to \(Self.maxIDs) ids from a search")
         }
         var items: [MediaItem] = []
+        var seen: Set<String> = []
         for value in ids {
             guard let id = value as? String, !id.isEmpty, id.utf8.count <= 256 else {
                 return Self.error(400, "every id must be a non-empty string (the \"id\" of a search result)")
             }
+            // An id given twice is queued, and answered, once.
+            guard seen.insert(id).inserted else { continue }
             guard let item = search.item(id) ?? queue.item(id) else {
                 return Self.error(404, "unknown id \"\(id)\": search for it first, then queue the result's id")
             }

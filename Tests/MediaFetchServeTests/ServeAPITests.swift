@@ -17,9 +17,10 @@ import Testing
         #expect(first["downloadable"] as? Bool == true)
         #expect(first["previewUrl"] is String)
         let id = try #require(first["id"] as? String)
-        let queued = await serve.request("POST", "/api/downloads", body: #"{"ids": ["\#(id)"]}"#)
+        // An id given twice is queued, and answered, once.
+        let queued = await serve.request("POST", "/api/downloads", body: #"{"ids": ["\#(id)", "\#(id)"]}"#)
         #expect(queued.status == 200)
-        #expect((queued.object["downloads"] as? [[String: Any]])?.first?["id"] as? String == id)
+        #expect((queued.object["downloads"] as? [[String: Any]])?.compactMap { $0["id"] as? String } == [id])
         let stored = try #require(await serve.waitFor(id) { $0["status"] as? String == "stored" })
         #expect(stored["status"] as? String == "stored")
         let location = try #require(stored["location"] as? String)

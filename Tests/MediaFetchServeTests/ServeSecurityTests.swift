@@ -26,6 +26,12 @@ import Testing
         let post = await serve.request(
             "POST", "/api/downloads", body: #"{"ids":["1"]}"#, headers: ["Authorization": "Basic abc"])
         #expect(post.status == 401)
+        // The scheme's name is case-insensitive; the token is not.
+        let lower = await serve.request("GET", "/api/downloads", headers: ["Authorization": "bearer " + serve.token])
+        #expect(lower.status == 200)
+        let upper = await serve.request(
+            "GET", "/api/downloads", headers: ["Authorization": "BEARER " + serve.token.uppercased()])
+        #expect(upper.status == 401)
         await serve.stop()
     }
 
@@ -121,6 +127,14 @@ import Testing
         await #expect(throws: ServeError.self) {
             _ = try await Serve.run(
                 spec: serve.spec, registry: .init(), options: .init(port: 0, token: "short"), ready: { _ in })
+        }
+        // A name is not taken for an address beyond loopback: it is not an address at all.
+        do {
+            _ = try await Serve.run(
+                spec: serve.spec, registry: .init(), options: .init(listen: "localhost", port: 0), ready: { _ in })
+            Issue.record("serve started on --listen localhost")
+        } catch let error as ServeError {
+            #expect(error.message.contains("is not an IPv4 or IPv6 address"))
         }
     }
 
