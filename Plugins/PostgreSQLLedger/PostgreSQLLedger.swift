@@ -241,7 +241,7 @@ public final class PostgreSQLLedger: Sendable {
                 switch write {
                 case .begin(let key, _, _), .responded(let key, _, _):
                     if !queue.heldBack.contains(key) { underWay.insert(key) }
-                case .verified(let key, _, _), .stored(let key, _), .failed(let key, _, _), .paused(let key, _),
+                case .verified(let key, _, _), .stored(let key, _, _), .failed(let key, _, _), .paused(let key, _),
                     .retrying(let key):
                     underWay.remove(key)
                 case .runKey: break
@@ -291,7 +291,7 @@ public final class PostgreSQLLedger: Sendable {
         }
         var whole: [LedgerKey: WholeDownload] = [:]
         for (key, list) in byKey where list.count >= 3 {
-            guard case .begin(_, let title, let url) = list[0], case .stored(_, let record) = list[list.count - 1]
+            guard case .begin(_, let title, let url) = list[0], case .stored(_, let record, _) = list[list.count - 1]
             else { continue }
             var validator: Validator??
             for write in list.dropFirst().dropLast() {
@@ -379,7 +379,7 @@ public final class PostgreSQLLedger: Sendable {
                     expected_bytes = $5, sha256 = $6, reason = NULL, updated_at = $7
                 WHERE \(key)
                 """, [String(size), sha256, now])
-        case .stored(let item, let record):
+        case .stored(let item, let record, _):
             return keyed(
                 "stored", item,
                 """
@@ -519,7 +519,7 @@ extension PostgreSQLLedger: RunLedger {
     }
 
     public func stored(_ key: LedgerKey, _ record: StoredRecord) {
-        enqueue(.stored(key, record))
+        enqueue(.stored(key, record, name: nil))
         claimedAt.withLock { _ = $0.removeValue(forKey: key) }
     }
 

@@ -1,6 +1,7 @@
 import DirectorySink
 import Foundation
 import MediaFetchCore
+import MediaFetchTesting
 import Testing
 
 #if canImport(Glibc)
@@ -9,6 +10,50 @@ import Testing
 
 @Suite("DirectorySink")
 struct DirectorySinkTests {
+    /// A catalog that answers in another order the next day (search ranking changes): the stored files keep their
+    /// names, nothing is fetched again, and a new item with the same name is numbered around them, never given a
+    /// stored file's name (it replaced that file before).
+    @Test func aStoredFileKeepsItsNameWhenTheSourceComesInAnotherOrder() async throws {
+        let fixture = try Fixture()
+        let state = fixture.base.appendingPathComponent("state")
+        let ledger = try Ledger(directory: state)
+        struct ListSource: Source {
+            var items: [MediaItem]
+            func run(_ context: SourceContext, emit: @Sendable (SourceOutput) async throws -> Void) async throws {
+                for item in items { try await emit(.item(item)) }
+            }
+        }
+        @Sendable func bytes(_ url: URL) -> [UInt8] { Array("the preview of \(url.path)".utf8) }
+        func run(_ ids: [String]) async throws -> (summary: RunSummary, fetched: [String]) {
+            let transport = ScriptedTransport(download: { request in ScriptedTransport.File(bytes: bytes(request.url)) })
+            let items = ids.map { id in song(id, title: "Same Title", artist: id == "4" ? "DUP" : "Dup") }
+            let summary = await Pipeline(
+                source: ListSource(items: items), transport: transport, sink: try fixture.sink("{artist}/{title}.{ext}"),
+                options: .init(
+                    concurrency: 2, stagingDirectory: state.appendingPathComponent("staging"), sourceName: "list",
+                    ledger: ledger)
+            ).run()
+            return (summary, transport.requests.map { $0.url.pathComponents[1] })
+        }
+        let first = try await run(["1", "2", "3"])
+        #expect(first.summary.stored == 3)
+        let tree = try fixture.tree(fixture.root)
+        #expect(tree["Dup/Same Title.m4a"] == Data(bytes(URL(string: "https://audio.example/1/preview.m4a")!)))
+        #expect(tree["Dup/Same Title (3).m4a"] == Data(bytes(URL(string: "https://audio.example/3/preview.m4a")!)))
+
+        let reversed = try await run(["3", "2", "1"])
+        #expect(reversed.summary.stored == 0 && reversed.summary.alreadyStored == 3 && reversed.summary.failed == 0)
+        #expect(reversed.fetched.isEmpty)
+        #expect(try fixture.tree(fixture.root) == tree)
+
+        let more = try await run(["4", "3", "2", "1"])
+        #expect(more.summary.stored == 1 && more.summary.alreadyStored == 3)
+        #expect(more.fetched == ["4"])
+        var expected = tree
+        expected["Dup/Same Title (4).m4a"] = Data(bytes(URL(string: "https://audio.example/4/preview.m4a")!))
+        #expect(try fixture.tree(fixture.root) == expected)
+    }
+
     @Test func storesTheStagedBytesInTheLayout() async throws {
         let fixture = try Fixture()
         let sink = try fixture.sink()

@@ -267,6 +267,37 @@ struct LedgerTests {
         #expect(try ledger.committedEntry(LedgerKey(source: "exec", itemID: "x", asset: .preview)) == nil)
     }
 
+    /// A stored file's name, as later runs see it: taken for every item but its own, its directories with their
+    /// spelling; rows from before names were kept (schema 5) hold none.
+    @Test func storedNamesAreTakenForOtherItems() throws {
+        let (folder, _) = try Self.oldLedger(
+            version: Ledger.migrations.count - 1,
+            row: "INSERT INTO items (source, item_id, asset, url, status, location, updated_at) "
+                + "VALUES ('urls', 'old', 'preview', 'http://127.0.0.1/old', 'stored', 'Old/x.m4a', 0)")
+        defer { try? FileManager.default.removeItem(at: folder) }
+        let ledger = try Ledger(directory: folder)
+        let mine = LedgerKey(source: "urls", itemID: "1", asset: .preview)
+        let other = LedgerKey(source: "urls", itemID: "2", asset: .preview)
+        try ledger.resetRunKeys()
+        #expect(try ledger.storedName("/old/x.m4a", except: other) == nil)
+        ledger.begin(mine, title: "t", url: URL(fileURLWithPath: "/1"))
+        ledger.stored(mine, StoredRecord(location: "s3://b/Ab/Cd/Song.m4a", size: 1, sha256: nil), plannedPath: "Ab/Cd/Song.m4a")
+        try ledger.flush()
+        try ledger.resetRunKeys()
+        #expect(try ledger.storedName("/ab/cd/song.m4a", except: other) == TakenName(directory: nil))
+        #expect(try ledger.storedName("/ab/cd/song.m4a", except: nil) == TakenName(directory: nil))
+        #expect(try ledger.storedName("/ab/cd/song.m4a", except: mine) == nil)
+        #expect(try ledger.storedName("/ab", except: other) == TakenName(directory: "Ab"))
+        #expect(try ledger.storedName("/ab/cd", except: mine) == TakenName(directory: "Cd"))
+        #expect(try ledger.storedName("/ab/c", except: other) == nil)
+        #expect(try ledger.storedName("/a", except: other) == nil)
+        // A new download of the item keeps its name: another item must not take it while the file may be there.
+        ledger.begin(mine, title: "t", url: URL(fileURLWithPath: "/1"))
+        ledger.failed(mine, reason: "gone", receivedBytes: 0)
+        try ledger.flush()
+        #expect(try ledger.storedName("/ab/cd/song.m4a", except: other) == TakenName(directory: nil))
+    }
+
     /// A folder holding a ledger left at schema `version`, with `row` inserted; the ledger's path comes along.
     static func oldLedger(version: Int, row: String) throws -> (folder: URL, path: String) {
         let folder = try scratchFolder("ledger")

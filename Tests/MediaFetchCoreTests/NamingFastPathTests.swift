@@ -90,6 +90,16 @@ struct NamingFastPathTests {
         #expect(try placement(String(repeating: "é", count: 127) + "e").validatedComponents().count == 1)
     }
 
+    @Test func storedPathKeysOnBytesMatchTheReserversKeys() {
+        for text in Self.samples(count: 5_000) + ["Ab/Cd/Song.m4a", "Beyonc\u{E9}/Halo.m4a", "A/B"] {
+            // Planned paths are safe: no empty component.
+            let path = text.split(separator: "/").filter { !$0.isEmpty }.joined(separator: "/")
+            guard !path.isEmpty else { continue }
+            let components = path.split(separator: "/").map(String.init)
+            #expect(StoredPath(path: path).key == NameReserver.nameKey(of: components), "\(Array(path.utf8))")
+        }
+    }
+
     /// The device-name rule before its length guard.
     static func isDeviceNameWithoutGuard(_ name: String) -> Bool {
         let base = name.split(separator: ".", maxSplits: 1, omittingEmptySubsequences: false).first ?? ""

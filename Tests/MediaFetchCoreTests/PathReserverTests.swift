@@ -136,4 +136,45 @@ struct PathReserverTests {
         // The name is still taken, so it cannot be handed out twice.
         #expect(try ledger.runKey(scope: "names", key: "/song.m4a") == .some(nil))
     }
+
+    /// A later run gives the same items in another order: each stored file's item gets its name back, and the
+    /// others are numbered around the stored files; a stored file's directory keeps its spelling.
+    @Test func storedNamesStayTheirItemsInAnyOrder() throws {
+        let folder = try scratchFolder("names-stored")
+        defer { try? FileManager.default.removeItem(at: folder) }
+        let ledger = try Ledger(directory: folder, batchSize: 2, batchAge: .zero)
+        func key(_ id: String) -> LedgerKey { LedgerKey(source: "list", itemID: id, asset: .preview) }
+        func plan(_ order: [(id: String, path: String)], store: Bool) throws -> [String: String] {
+            try ledger.resetRunKeys()
+            let reserver = PathReserver()
+            try reserver.keep(in: ledger)
+            var names: [String: String] = [:]
+            for (id, path) in order {
+                let name = try PathReserver.$planning.withValue(key(id)) {
+                    try reserver.reserve(Self.components(path)).joined(separator: "/")
+                }
+                names[id] = name
+                if store {
+                    ledger.begin(key(id), title: id, url: URL(fileURLWithPath: "/x"))
+                    ledger.stored(key(id), StoredRecord(location: name, size: 1, sha256: nil), plannedPath: name)
+                }
+                try ledger.flushIfDue()
+            }
+            try ledger.flush()
+            return names
+        }
+        let first = try plan([("1", "Dup/Same.m4a"), ("2", "Dup/Same.m4a"), ("3", "dup/SAME.m4a")], store: true)
+        #expect(first == ["1": "Dup/Same.m4a", "2": "Dup/Same (2).m4a", "3": "Dup/SAME (3).m4a"])
+        // Reversed, with a new item first whose directory is spelled otherwise, and one that is not stored.
+        let again = try plan(
+            [("4", "DUP/Same.m4a"), ("3", "dup/SAME.m4a"), ("2", "Dup/Same.m4a"), ("1", "Dup/Same.m4a")],
+            store: false)
+        #expect(again == ["4": "Dup/Same (4).m4a", "3": "Dup/SAME (3).m4a", "2": "Dup/Same (2).m4a", "1": "Dup/Same.m4a"])
+        // Without an item being planned (a sink used on its own), every stored name is taken.
+        try ledger.resetRunKeys()
+        let reserver = PathReserver()
+        try reserver.keep(in: ledger)
+        #expect(try reserver.reserve(["Dup", "Same.m4a"]) == ["Dup", "Same (4).m4a"])
+        #expect(NameReserver.nameKey(of: ["Dup", "Same (2).m4a"]) == "/dup/same (2).m4a")
+    }
 }

@@ -124,6 +124,14 @@ public final class Ledger: Sendable {
             PRIMARY KEY (scope, key)
         ) WITHOUT ROWID;
         """,
+        // The name a stored file took (``NameReserver/nameKey(of:)`` of its planned path) and that path, kept from
+        // then on: a later run, whatever order its source gives the items in, numbers other items around it instead
+        // of handing the name to another item (see ``storedName(_:except:)``). Only rows that have one are indexed.
+        """
+        ALTER TABLE items ADD COLUMN planned_path TEXT;
+        ALTER TABLE items ADD COLUMN name_key TEXT;
+        CREATE INDEX items_by_name_key ON items (name_key) WHERE name_key IS NOT NULL;
+        """,
     ]
 
     /// Writes waiting for the next batch. Its lock is held only to add or take writes, never while SQLite
@@ -347,6 +355,8 @@ public final class Ledger: Sendable {
             // Without a WHERE clause SQLite empties the table in one step instead of row by row.
             try database.execute("DELETE FROM run_keys")
             runKeyFilter.withLock { $0.reset() }
+            // What earlier runs stored is looked at again: this ledger may have served one already.
+            namesOnDisk.withLock { $0 = nil }
         }
     }
 
@@ -374,6 +384,47 @@ public final class Ledger: Sendable {
         queue.withLock { queue in
             queue.pending.append(.runKey(scope: scope, key: key, value: value))
             queue.runKeys[RunKeyID(scope: scope, key: key)] = .some(value)
+        }
+    }
+
+    /// Whether any row holds a stored name (``storedName(_:except:)``), looked at once a run (``resetRunKeys()``
+    /// forgets it): in a first run none does, and its names (those it stores included) are all among its run keys,
+    /// so it asks nothing more.
+    private let namesOnDisk = Mutex<Bool?>(nil)
+
+    /// What an earlier run's stored file makes of the name `key` (``NameReserver/nameKey(of:)``) for `owner`: taken
+    /// as a file when another item's file has it; the directory, with its spelling, when a stored file lies below it;
+    /// nil when neither (or the file is `owner`'s own). Only committed rows are looked at: what this run stores has
+    /// its names among its run keys already.
+    public func storedName(_ key: String, except owner: LedgerKey?) throws -> TakenName? {
+        if namesOnDisk.withLock({ $0 }) == false { return nil }
+        return try database.withLock { database in
+            try database.beginSharedRead()
+            if namesOnDisk.withLock({ $0 }) == nil {
+                let any = try database.cached("SELECT 1 FROM items WHERE name_key IS NOT NULL LIMIT 1")
+                    .rows([]) { $0.int(0) }
+                namesOnDisk.withLock { $0 = !any.isEmpty }
+                if any.isEmpty { return nil }
+            }
+            // Compared as SQLite compares them, by their bytes.
+            let ownerValues = owner.map { [$0.source, $0.itemID, $0.asset.rawValue] }
+            let holders = try database.cached("SELECT source, item_id, asset FROM items WHERE name_key = ? LIMIT 2")
+                .rows([.text(key)]) { row in [row.text(0) ?? "", row.text(1) ?? "", row.text(2) ?? ""] }
+            let others = holders.contains { holder in
+                guard let ownerValues else { return true }
+                return !zip(holder, ownerValues).allSatisfy { $0.utf8.elementsEqual($1.utf8) }
+            }
+            if others { return TakenName(directory: nil) }
+            if !holders.isEmpty { return nil }
+            // A stored file below the key: the keys of the names under it run from `key/` to just before `key0`.
+            let below = try database.cached(
+                "SELECT planned_path FROM items WHERE name_key > ? AND name_key < ? LIMIT 1"
+            ).rows([.text(key + "/"), .text(key + "0")]) { $0.text(0) }
+            let depth = key.utf8.reduce(0) { $1 == UInt8(ascii: "/") ? $0 + 1 : $0 }
+            guard let path = below.first ?? nil else { return nil }
+            let components = path.split(separator: "/")
+            guard depth >= 1, components.count > depth else { return nil }
+            return TakenName(directory: String(components[depth - 1]))
         }
     }
 
@@ -425,7 +476,13 @@ public final class Ledger: Sendable {
     }
 
     /// The sink committed the file.
-    public func stored(_ key: LedgerKey, _ record: StoredRecord) { enqueue(.stored(key, record)) }
+    public func stored(_ key: LedgerKey, _ record: StoredRecord) { enqueue(.stored(key, record, name: nil)) }
+
+    /// The sink committed the file at `plannedPath` (its plan's relative path), whose name stays this item's in
+    /// later runs (``storedName(_:except:)``).
+    public func stored(_ key: LedgerKey, _ record: StoredRecord, plannedPath: String) {
+        enqueue(.stored(key, record, name: StoredPath(path: plannedPath)))
+    }
 
     public func failed(_ key: LedgerKey, reason: String, receivedBytes: Int64) {
         enqueue(.failed(key, reason: reason, received: receivedBytes))
@@ -565,6 +622,7 @@ public final class Ledger: Sendable {
             var location: String?
             var size: Int64
             var sha256: String?
+            var name: StoredPath?
         }
 
         var begun: (title: String, url: String)?
@@ -586,8 +644,9 @@ public final class Ledger: Sendable {
             switch write {
             case .responded(_, let validator, let expected) where stored == nil:
                 next.answer = (validator, expected)
-            case .stored(_, let record) where answer != nil && stored == nil:
-                next.stored = End(status: "stored", location: record.location, size: record.size, sha256: record.sha256)
+            case .stored(_, let record, let name) where answer != nil && stored == nil:
+                next.stored = End(
+                    status: "stored", location: record.location, size: record.size, sha256: record.sha256, name: name)
             case .verified(_, let size, let sha256) where answer != nil && stored == nil:
                 next.stored = End(status: "verified", location: nil, size: size, sha256: sha256)
             default: return nil
@@ -647,20 +706,21 @@ public final class Ledger: Sendable {
             try database.cached(
                 """
                 INSERT INTO items (source, item_id, asset, title, url, etag, last_modified, expected_bytes,
-                    received_bytes, sha256, status, attempts, location, updated_at)
-                VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 1, ?, ?)
+                    received_bytes, sha256, status, attempts, location, updated_at, planned_path, name_key)
+                VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 1, ?, ?, ?, ?)
                 ON CONFLICT (source, item_id, asset) DO UPDATE SET
                     title = excluded.title, url = excluded.url, etag = excluded.etag,
                     last_modified = excluded.last_modified, expected_bytes = excluded.expected_bytes,
                     received_bytes = excluded.received_bytes, sha256 = excluded.sha256, status = excluded.status,
                     reason = NULL, attempts = 1, location = excluded.location,
-                    updated_at = excluded.updated_at
+                    updated_at = excluded.updated_at, planned_path = coalesce(excluded.planned_path, planned_path),
+                    name_key = coalesce(excluded.name_key, name_key)
                 """
             ).run(
                 key.values + [
                     .text(title), .text(url), .text(validator?.etag), .text(validator?.lastModified),
                     .integer(end.size), .integer(end.size), .text(end.sha256), .text(end.status), .text(end.location),
-                    .real(now),
+                    .real(now), .text(end.name?.path), .text(end.name?.key),
                 ])
         case (let (title, url)?, nil):
             try database.cached(
@@ -682,13 +742,15 @@ public final class Ledger: Sendable {
             try database.cached(
                 """
                 UPDATE items SET etag = ?, last_modified = ?, status = ?, location = ?, received_bytes = ?,
-                    expected_bytes = ?, sha256 = ?, reason = NULL, updated_at = ?
+                    expected_bytes = ?, sha256 = ?, reason = NULL, updated_at = ?,
+                    planned_path = coalesce(?, planned_path), name_key = coalesce(?, name_key)
                 WHERE source = ? AND item_id = ? AND asset = ?
                 """
             ).run(
                 [
                     .text(validator?.etag), .text(validator?.lastModified), .text(end.status), .text(end.location),
-                    .integer(end.size), .integer(end.size), .text(end.sha256), .real(now),
+                    .integer(end.size), .integer(end.size), .text(end.sha256), .real(now), .text(end.name?.path),
+                    .text(end.name?.key),
                 ] + key.values)
         case (nil, nil):
             // A lone answer merges nothing (``Download/merges``); written as it is, for completeness.
@@ -727,16 +789,18 @@ public final class Ledger: Sendable {
                     sha256 = ?, reason = NULL, updated_at = ? WHERE source = ? AND item_id = ? AND asset = ?
                 """
             ).run([.integer(size), .integer(size), .text(sha256), .real(now)] + key.values)
-        case .stored(let key, let record):
+        case .stored(let key, let record, let name):
             try database.cached(
                 """
                 UPDATE items SET status = 'stored', location = ?, received_bytes = ?, expected_bytes = ?,
-                    sha256 = ?, reason = NULL, updated_at = ? WHERE source = ? AND item_id = ? AND asset = ?
+                    sha256 = ?, reason = NULL, updated_at = ?, planned_path = coalesce(?, planned_path),
+                    name_key = coalesce(?, name_key)
+                WHERE source = ? AND item_id = ? AND asset = ?
                 """
             ).run(
                 [
                     .text(record.location), .integer(record.size), .integer(record.size),
-                    .text(record.sha256), .real(now),
+                    .text(record.sha256), .real(now), .text(name?.path), .text(name?.key),
                 ] + key.values)
         case .failed(let key, let reason, let received):
             try database.cached(

@@ -62,6 +62,19 @@ public protocol RunLedger: AnyObject, Sendable {
     /// The sink committed the file.
     func stored(_ key: LedgerKey, _ record: StoredRecord)
 
+    /// The sink committed the file at `plannedPath` (its plan's relative path). A ledger that keeps names records
+    /// the name with it (``NameReserver/nameKey(of:)``), for ``storedName(_:except:)`` in later runs; the default
+    /// is ``stored(_:_:)``.
+    func stored(_ key: LedgerKey, _ record: StoredRecord, plannedPath: String)
+
+    /// What a file that an earlier run stored makes of the name `key` (``NameReserver/nameKey(of:)``) for the item
+    /// `owner` planning it: a file taken (``TakenName/directory`` nil) when another item's stored file has that
+    /// name; the directory, with its spelling, when a stored file lies below it; nil otherwise, or when the file is
+    /// `owner`'s own. A run's ``PathReserver`` asks it after the run's own names, so that an item keeps its name
+    /// whatever order the source gives items in, and no item is given a name another's file has. The default keeps
+    /// no names and answers nil (names then follow the source's order alone).
+    func storedName(_ key: String, except owner: LedgerKey?) throws -> TakenName?
+
     /// The download failed for good, with `receivedBytes` kept.
     func failed(_ key: LedgerKey, reason: String, receivedBytes: Int64)
 
@@ -89,6 +102,12 @@ public protocol RunLedger: AnyObject, Sendable {
 
     /// Writes `values` for `source` at once, all or none; a nil value removes its key.
     func setSourceValues(source: String, _ values: [(key: String, value: Data?)]) throws
+}
+
+extension RunLedger {
+    public func stored(_ key: LedgerKey, _ record: StoredRecord, plannedPath: String) { stored(key, record) }
+
+    public func storedName(_ key: String, except owner: LedgerKey?) throws -> TakenName? { nil }
 }
 
 extension Ledger: RunLedger {

@@ -33,6 +33,15 @@ public struct NameReserver: Sendable {
         reserve(path.split(separator: "/").map(String.init)).joined(separator: "/")
     }
 
+    /// The key a path's name is compared by: each component's ``SafeName/collationKey(_:)`` after a `/`, the
+    /// keys this numbering takes (`Artist/Song.m4a` is `/artist/song.m4a`).
+    public static func nameKey(of components: [String]) -> String {
+        components.reduce(into: "") { key, name in
+            key += "/"
+            key += SafeName.collationKey(name)
+        }
+    }
+
     /// The numbering itself, over any table of taken names (in memory here, in the ledger for a
     /// ``PathReserver`` kept there): the same answers from the same calls, whatever holds the names.
     static func reserve<Table: NameTable>(

@@ -9,9 +9,15 @@ import Synchronization
 /// pipeline as ``Sink/pathReserver``; the pipeline calls ``keep(in:)`` before the first plan. A sink used without
 /// the pipeline (or a run without a ledger) keeps its names in memory.
 ///
-/// Every run plans its names afresh, in plan order, so a run gives the same tree as the run before it: keeping the
-/// names in the ledger forgets the ones an earlier run took.
+/// Every run plans its names afresh, in plan order. Kept in a ledger, the names of files earlier runs stored are
+/// taken as well (``RunLedger/storedName(_:except:)``): an item planned while ``planning`` is its key gets its own
+/// stored name back, and every other item is numbered around it, so a source that gives the same items in another
+/// order (a catalog's ranking changes) neither hands a stored file's name to another item nor fetches it again.
 public final class PathReserver: Sendable {
+    /// The item (and asset) whose path is being planned, set by the pipeline around ``Sink/plan(_:asset:)``: a name
+    /// its own stored file has is free for it, and only for it.
+    @TaskLocal public static var planning: LedgerKey?
+
     /// The UTF-8 budget of one component.
     public let maxBytes: Int
     /// Paths taken before any item's, in this order (a collection's manifest and playlist).
@@ -77,7 +83,12 @@ struct LedgerNameTable: NameTable, Sendable {
     let ledger: any RunLedger
 
     func lookup(_ key: String) throws -> TakenName? {
-        try ledger.runKey(scope: Self.scope, key: key).map { TakenName(directory: $0) }
+        if let taken = try ledger.runKey(scope: Self.scope, key: key) { return TakenName(directory: taken) }
+        guard let stored = try ledger.storedName(key, except: PathReserver.planning) else { return nil }
+        // A stored file's directory is this run's from now on (later lookups find it among the run keys); a stored
+        // file is not, since its own item may still come and must find it free.
+        if let spelling = stored.directory { ledger.takeRunKey(scope: Self.scope, key: key, value: spelling) }
+        return stored
     }
 
     func take(_ key: String, directory: String?) {

@@ -107,7 +107,7 @@ public struct Pipeline: Sendable {
             try await sink.finish()
             // Only now are an archive's files durable, so only now does the ledger say so.
             let committed = run.takeUncommitted()
-            for store in committed { options.ledger?.stored(store.key, store.record) }
+            for store in committed { options.ledger?.stored(store.key, store.record, plannedPath: store.plannedPath) }
             // The kept files go once the ledger says stored: a crash before that stores them again from them.
             if !sink.commitsEachStore, run.flushLedger(force: true) { removeKeptFiles(committed.map(\.keptAt)) }
         } catch {
@@ -284,7 +284,7 @@ public struct Pipeline: Sendable {
             let key = LedgerKey(source: options.sourceName, itemID: item.id, asset: asset)
             let plan: StoragePlan
             do {
-                plan = try await sink.plan(item, asset: asset)
+                plan = try await PathReserver.$planning.withValue(key) { try await sink.plan(item, asset: asset) }
             } catch {
                 run.report(.failed(item.ref, url: url, reason: String(describing: error)))
                 continue
@@ -453,16 +453,16 @@ public struct Pipeline: Sendable {
             // A claimant before this one may have stored it and died before recording it: recorded, not stored again.
             let expected = StoredRecord(location: job.plan.relativePath, size: staged.size, sha256: staged.sha256)
             if (try? await sink.keep(job.plan, stored: expected)) == true {
-                ledger?.stored(job.key, expected)
+                ledger?.stored(job.key, expected, plannedPath: job.plan.relativePath)
                 return expected.location
             }
         }
         let location = try await sink.store(staged, as: job.plan)
         let record = StoredRecord(location: location, size: staged.size, sha256: staged.sha256)
         if sink.commitsEachStore {
-            ledger?.stored(job.key, record)
+            ledger?.stored(job.key, record, plannedPath: job.plan.relativePath)
         } else {
-            run.deferStored(job.key, record, keptAt: path)
+            run.deferStored(job.key, record, plannedPath: job.plan.relativePath, keptAt: path)
         }
         return location
     }

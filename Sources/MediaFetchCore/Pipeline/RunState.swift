@@ -5,6 +5,7 @@ import Synchronization
 struct UncommittedStore: Sendable {
     var key: LedgerKey
     var record: StoredRecord
+    var plannedPath: String
     var keptAt: String
 }
 
@@ -81,8 +82,10 @@ final class RunState: Sendable {
         tally.withLock { $0.bytesTransferred += bytes }
     }
 
-    func deferStored(_ key: LedgerKey, _ record: StoredRecord, keptAt path: String) {
-        uncommitted.withLock { $0.append(UncommittedStore(key: key, record: record, keptAt: path)) }
+    func deferStored(_ key: LedgerKey, _ record: StoredRecord, plannedPath: String, keptAt path: String) {
+        uncommitted.withLock {
+            $0.append(UncommittedStore(key: key, record: record, plannedPath: plannedPath, keptAt: path))
+        }
     }
 
     func takeUncommitted() -> [UncommittedStore] {
