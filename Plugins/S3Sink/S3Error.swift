@@ -87,10 +87,14 @@ public struct S3Error: Error, Sendable, CustomStringConvertible {
                     + "access key from \(origins["secret-access-key"] ?? "the sink") does not belong to the access key "
                     + "id from \(origins["access-key-id"] ?? "the sink"); check that pair (the secret is never shown)")
         case "InvalidAccessKeyId":
+            // A session token the store does not expect (one left in AWS_SESSION_TOKEN) is refused this way too.
+            let token = configuration.credentials.sessionToken == nil
+                ? "" : ", and the session token from \(origins["session-token"] ?? "the sink") (unset it if the store "
+                    + "needs none)"
             return S3Error(
                 .unknownAccessKey,
                 "the store at \(endpoint) does not know the access key id from \(origins["access-key-id"] ?? "the sink") "
-                    + "(InvalidAccessKeyId): check it, and that the endpoint is the store it belongs to")
+                    + "(InvalidAccessKeyId): check it\(token), and that the endpoint is the store it belongs to")
         case "NoSuchBucket":
             return S3Error(
                 .noSuchBucket,

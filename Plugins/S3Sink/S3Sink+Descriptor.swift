@@ -65,7 +65,8 @@ extension S3Sink {
             }
             return S3Sink(
                 configuration: try S3Configuration(options: options, environment: ProcessInfo.processInfo.environment),
-                transport: transport, policy: context.downloadPolicy)
+                transport: transport, policy: context.downloadPolicy,
+                journal: UploadJournal(path: context.stateDirectory.appendingPathComponent(S3Sink.journalName).path))
         }
     )
 }

@@ -18,13 +18,17 @@ import Synchronization
 ///   stores nothing twice; a key holding anything else fails the item, saying so.
 /// * ``keep(_:stored:)`` asks the store (HEAD) for the object's size and SHA-256: a re-run fetches nothing it has.
 /// * ``prepare()`` lists the bucket (the endpoint answers, the credentials and the bucket are good), creates the
-///   bucket when asked, and aborts the multipart uploads an interrupted run left under the prefix (every open
-///   upload there counts as the sink's own: the prefix is the sink's, as a folder is the directory sink's).
+///   bucket when asked, and aborts the multipart uploads an interrupted run left open: those of the keys its
+///   ``UploadJournal`` (in the state folder) says an upload was started for and not ended. Another writer's open
+///   uploads, in the prefix or beside it, are left alone.
 /// * Each object carries `Content-Type` from its extension and `x-amz-meta-` artist, title, album, source-url
 ///   and sha256; the manifest and the playlist are objects under the prefix, written at ``finish()``.
 ///
 /// Every request goes through the run's transport; multipart parts are ranges of the staged file.
 public final class S3Sink: Sink {
+    /// The ``UploadJournal``'s file in the state folder.
+    public static let journalName = "s3-uploads.jsonl"
+
     /// Like the tar sink: a manifest and a playlist under the prefix.
     public static let collectionDefaults = CollectionOptions(writesManifest: true, writesPlaylist: true)
 
@@ -36,16 +40,22 @@ public final class S3Sink: Sink {
 
     public var pathReserver: PathReserver? { names }
     private let preparation = Preparation()
+    /// Where the keys of started multipart uploads are kept; nil: none are, and none are aborted later.
+    public let journal: UploadJournal?
 
     /// - Parameters:
     ///   - transport: the run's transport; every request goes through it.
     ///   - policy: the download section's retries and backoff, used for the store's requests too.
     ///   - clock: the signing time (tests skew it).
+    ///   - journal: where the keys of started multipart uploads are kept (the factory's is in the state folder), so
+    ///     that ``prepare()`` and ``discardUnfinished()`` abort what a killed run left open; without one they abort
+    ///     nothing.
     public init(
         configuration: S3Configuration, transport: any Transport, policy: DownloadPolicy = DownloadPolicy(),
-        clock: @escaping @Sendable () -> Date = { Date() }
+        clock: @escaping @Sendable () -> Date = { Date() }, journal: UploadJournal? = nil
     ) {
         self.configuration = configuration
+        self.journal = journal
         client = S3Client(configuration: configuration, transport: transport, policy: policy, clock: clock)
         collector = CollectionCollector(options: configuration.collection)
         names = PathReserver.reservingCollectionFiles()
@@ -63,9 +73,19 @@ public final class S3Sink: Sink {
     /// The whole key of a planned path.
     public func key(for relativePath: String) -> String { configuration.prefix + relativePath }
 
+    /// The longest key S3 takes, in bytes of UTF-8.
+    public static let maximumKeyBytes = 1024
+
     public func plan(_ item: MediaItem, asset: AssetKind) async throws -> StoragePlan {
         let wanted = configuration.layout.render(item, asset: asset)
         let path = try names.reserve(wanted).joined(separator: "/")
+        let length = key(for: path).utf8.count
+        guard length <= Self.maximumKeyBytes else {
+            // Said before anything is fetched for the item, not by the store after its upload.
+            throw SinkError(
+                "\(item.ref): its key would be \(length) bytes, and S3 takes at most \(Self.maximumKeyBytes): "
+                    + "shorten the sink's prefix or layout")
+        }
         let plan = StoragePlan(item: item.ref, asset: asset, relativePath: path)
         collector.planned(item, as: plan, from: url(for: asset, of: item))
         return plan
@@ -79,19 +99,28 @@ public final class S3Sink: Sink {
                 try await client.createBucket()
                 try await client.checkBucket()
             }
-            for upload in try await client.openUploads(prefix: configuration.prefix) {
-                try await client.abortMultipartUpload(upload.key, uploadID: upload.uploadID)
-            }
+            _ = try await self.abortUnfinished()
         }
     }
 
     public func discardUnfinished() async throws -> [String] {
-        var lines: [String] = []
-        for upload in try await client.openUploads(prefix: configuration.prefix) {
-            try await client.abortMultipartUpload(upload.key, uploadID: upload.uploadID)
-            lines.append("aborted the unfinished multipart upload of \(client.location(upload.key))")
+        try await abortUnfinished().map { "aborted the unfinished multipart upload of \(client.location($0))" }
+    }
+
+    /// Aborts the open uploads of every key the journal has an unfinished upload for, then forgets them.
+    /// - Returns: the keys whose uploads were aborted.
+    private func abortUnfinished() async throws -> [String] {
+        guard let journal else { return [] }
+        var aborted: [String] = []
+        for key in journal.unfinished() {
+            // The listing is by prefix: only the key itself is this sink's.
+            for upload in try await client.openUploads(prefix: key) where upload.key == key {
+                try await client.abortMultipartUpload(upload.key, uploadID: upload.uploadID)
+                aborted.append(key)
+            }
         }
-        return lines
+        try journal.clear()
+        return aborted
     }
 
     /// Uploads `file` to its key, then deletes the staged file (it is the sink's once given).
@@ -178,7 +207,15 @@ public final class S3Sink: Sink {
                     + "\(S3Configuration.minimumPartSize)), above the \(limit) bytes the transport uploads at "
                     + "most: use the curl transport")
         }
-        let uploadID = try await client.createMultipartUpload(key, headers: headers)
+        // On record before the upload exists: a kill at any moment after leaves its key for the next run to clean.
+        try journal?.starting(key)
+        let uploadID: String
+        do {
+            uploadID = try await client.createMultipartUpload(key, headers: headers)
+        } catch {
+            journal?.ended(key)
+            throw error
+        }
         do {
             let count = Int((file.size + partSize - 1) / partSize)
             var etags = [String](repeating: "", count: count)
@@ -206,12 +243,18 @@ public final class S3Sink: Sink {
             let outcome = try await client.completeMultipartUpload(
                 key, uploadID: uploadID, etags: etags, exclusive: true)
             if outcome == .keyTaken {
-                try? await client.abortMultipartUpload(key, uploadID: uploadID)
+                if (try? await client.abortMultipartUpload(key, uploadID: uploadID)) != nil { journal?.ended(key) }
                 try await checkSame(key, size: file.size, sha256: sha256)
+            } else {
+                journal?.ended(key)
             }
         } catch {
-            // Aborted even when the run is being cancelled: an open upload's parts cost storage until then.
-            await Task.detached { [client] in try? await client.abortMultipartUpload(key, uploadID: uploadID) }.value
+            // Aborted even when the run is being cancelled: an open upload's parts cost storage until then. An abort
+            // that fails leaves the key unfinished in the journal, for the next run to try again.
+            let aborted = await Task.detached { [client] in
+                (try? await client.abortMultipartUpload(key, uploadID: uploadID)) != nil
+            }.value
+            if aborted { journal?.ended(key) }
             throw error
         }
     }

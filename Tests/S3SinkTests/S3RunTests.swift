@@ -146,8 +146,9 @@ extension SeaweedFSTests {
             }
         }
 
-        /// kill -9 while a multipart upload is open: the next run leaves the object once and no upload open; `clean`
-        /// aborts what a killed run left.
+        /// kill -9 while a multipart upload is open: the next run leaves the object once and no upload of its own
+        /// open; `clean` aborts what a killed run left. Another writer's open uploads, under the prefix and beside
+        /// it, are left alone by both.
         @Test func aRunKilledInAMultipartUploadIsHealedByTheNextRunOrByClean() async throws {
             try await withSeaweedFS { store in
                 let setup = try Setup(store: store)
@@ -161,23 +162,36 @@ extension SeaweedFSTests {
                 let server = setup.server
                 let expected = try await onItsOwnThread { try Self.servedDigest(server, path: "/big/large.m4a") }
                 let arguments = ["run", config, "--set", "download.max-size=none", "--quiet"]
+                let theirs = ["elsewhere/backup.tar", "previews/someone-else.tar"]
+                let ours = { () async throws -> [String] in
+                    try await setup.client.openUploads(prefix: "").map(\.key).filter { !theirs.contains($0) }
+                }
+                let left = { () async throws -> [String] in
+                    try await setup.client.openUploads(prefix: "").map(\.key).filter { theirs.contains($0) }.sorted()
+                }
 
                 for healer in ["run", "clean"] {
                     let child = try Child.start(arguments, in: setup.folder, environment: setup.environment)
-                    let open = try await Self.waitForAnOpenUpload(setup, while: child)
+                    let open = try await Self.waitForAnOpenUpload(setup, while: child, except: theirs)
                     try #require(open, "the run ended before an upload was open; nothing was killed")
                     kill(child.process.processIdentifier, SIGKILL)
                     _ = try await child.wait()
-                    #expect(try await !setup.client.openUploads(prefix: "previews/").isEmpty)
+                    if try await left().isEmpty {
+                        // Another writer's, once the bucket exists (the first run made it).
+                        for key in theirs { _ = try await setup.client.createMultipartUpload(key, headers: [:]) }
+                    }
+                    #expect(try await !ours().isEmpty)
                     if healer == "clean" {
                         let clean = try await Child.run(
                             ["clean", config], in: setup.folder, environment: setup.environment)
                         #expect(clean.status == 0 && clean.stdout.contains("aborted the unfinished multipart upload"))
-                        #expect(try await setup.client.openUploads(prefix: "previews/").isEmpty)
+                        #expect(try await ours().isEmpty)
+                        #expect(!clean.stdout.contains("someone-else") && !clean.stdout.contains("backup.tar"))
                     }
                     let rerun = try await Child.run(arguments, in: setup.folder, environment: setup.environment)
                     #expect(rerun.status == 0, "\(rerun.stdout)\(rerun.stderr)")
-                    #expect(try await setup.client.openUploads(prefix: "previews/").isEmpty, "an upload stayed open")
+                    #expect(try await ours().isEmpty, "an upload stayed open")
+                    #expect(try await left() == theirs, "another writer's upload was aborted")
                     let objects = try await setup.objects().filter { $0.key.hasSuffix(".m4a") }
                     #expect(objects.map(\.key) == ["previews/large.m4a"] && objects.first?.size == size)
                     #expect(try await setup.client.head("previews/large.m4a")?.sha256 == expected)
@@ -236,11 +250,17 @@ extension SeaweedFSTests {
         }
 
         /// Polls the store until the child's multipart upload is open (true), or the child ends first (false).
-        static func waitForAnOpenUpload(_ setup: Setup, while child: ChildProcess) async throws -> Bool {
+        static func waitForAnOpenUpload(
+            _ setup: Setup, while child: ChildProcess, except others: [String] = []
+        ) async throws -> Bool {
             let deadline = ContinuousClock.now + .seconds(120)
             while child.process.isRunning && ContinuousClock.now < deadline {
                 // The bucket appears once the child has prepared it.
-                if let open = try? await setup.client.openUploads(prefix: "previews/"), !open.isEmpty { return true }
+                if let open = try? await setup.client.openUploads(prefix: "previews/"),
+                    open.contains(where: { !others.contains($0.key) })
+                {
+                    return true
+                }
                 try await Task.sleep(for: .milliseconds(20))
             }
             return false

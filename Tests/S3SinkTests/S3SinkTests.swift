@@ -401,3 +401,23 @@ final class WatchedTransport: Transport {
 
     func shutdown() async { await inner.shutdown() }
 }
+
+/// What the sink decides without a store: a key S3 would refuse is said at plan time, before anything is fetched.
+@Suite struct S3PlanTests {
+    @Test func aKeyLongerThanS3TakesFailsTheItemBeforeItIsFetched() async throws {
+        let configuration = S3Configuration(
+            bucket: "plan-test",
+            prefix: String(repeating: String(repeating: "p", count: 200) + "/", count: 5),
+            layout: try LayoutTemplate("{title}.{ext}"),
+            collection: CollectionOptions(writesManifest: false, writesPlaylist: false),
+            credentials: .init(accessKeyID: "key", secretAccessKey: "secret"), credentialOrigins: [:])
+        let sink = S3Sink(configuration: configuration, transport: ScriptedTransport())
+        let short = MediaItem(id: "1", title: "Short", previewURL: URL(string: "https://audio.example/1.m4a"))
+        #expect(try await sink.plan(short, asset: .preview).relativePath == "Short.m4a")
+        let long = MediaItem(
+            id: "2", title: String(repeating: "t", count: 200), previewURL: URL(string: "https://audio.example/2.m4a"))
+        let error = await #expect(throws: SinkError.self) { try await sink.plan(long, asset: .preview) }
+        #expect(error?.description.contains("S3 takes at most 1024") == true)
+        #expect(error?.description.contains("shorten the sink's prefix or layout") == true)
+    }
+}
