@@ -31,20 +31,25 @@ public final class Slots: Sendable {
     }
 
     private let state: Mutex<State>
+    /// The slots there are.
+    public let limit: Int
 
     /// - Parameter limit: the slots there are (at least one).
     public init(limit: Int) {
-        state = Mutex(State(available: max(1, limit)))
+        self.limit = max(1, limit)
+        state = Mutex(State(available: self.limit))
     }
 
     /// Takes `count` slots, waiting until they are free; an asker waiting for many holds back those behind it.
     /// - Parameters:
-    ///   - count: how many; at most the limit (more would wait forever).
+    ///   - count: how many, from 0 to ``limit``.
     ///   - ahead: wait before everyone who did not ask to (in their order among themselves): a download that already
     ///     started, coming back for a retry, goes before one that has not started.
-    /// - Throws: `CancellationError` when the calling task is cancelled first, or the slots are closed; no slot is
-    ///   then taken.
+    /// - Throws: ``SlotsError`` at once for a count there can never be room for (more than ``limit``, or below 0),
+    ///   instead of a wait that would never end; `CancellationError` when the calling task is cancelled first, or the
+    ///   slots are closed. No slot is then taken.
     public func acquire(_ count: Int = 1, ahead: Bool = false) async throws {
+        guard count >= 0, count <= limit else { throw SlotsError(asked: count, limit: limit) }
         // Free slots are taken without a continuation or a cancellation handler (each an allocation and a lock
         // or two): three acquires an item, as many as there are items.
         let taken = state.withLock { state in
@@ -116,4 +121,14 @@ public final class Slots: Sendable {
 
     /// Tasks waiting for slots right now (for tests).
     public var waiters: Int { state.withLock { $0.waiters.count } }
+}
+
+/// An ask for slots there can never be room for: more than the limit, or a negative count.
+public struct SlotsError: Error, CustomStringConvertible, Sendable {
+    public var asked: Int
+    public var limit: Int
+
+    public var description: String {
+        "asked for \(asked) slots of \(limit): at most \(limit) can ever be free at once"
+    }
 }

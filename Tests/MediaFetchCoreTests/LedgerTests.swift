@@ -268,7 +268,7 @@ struct LedgerTests {
     }
 
     /// A stored file's name, as later runs see it: taken for every item but its own, its directories with their
-    /// spelling; rows from before names were kept (schema 5) hold none.
+    /// spelling; rows from before names were kept (schema 6) hold none.
     @Test func storedNamesAreTakenForOtherItems() throws {
         let (folder, _) = try Self.oldLedger(
             version: Ledger.migrations.count - 1,

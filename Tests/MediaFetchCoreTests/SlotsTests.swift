@@ -63,6 +63,17 @@ struct SlotsTests {
         #expect(slots.available == 1)
     }
 
+    /// A count there can never be room for is an error at once, not a wait that never ends; nothing is taken.
+    @Test func askingForMoreThanThereAreFailsAtOnce() async throws {
+        let budget = Slots(limit: 10)
+        let error = await #expect(throws: SlotsError.self) { try await budget.acquire(11) }
+        #expect(error?.description == "asked for 11 slots of 10: at most 10 can ever be free at once")
+        await #expect(throws: SlotsError.self) { try await budget.acquire(-1) }
+        #expect(budget.available == 10 && budget.waiters == 0)
+        try await budget.acquire(10)
+        #expect(budget.available == 0)
+    }
+
     @Test func closingEndsEveryWaitNowAndLater() async throws {
         let (slots, waiter) = try await Self.takenWithOneWaiter()
         slots.close()
