@@ -141,14 +141,21 @@ private func values(_ connection: OpaquePointer, _ kind: MHD_ValueKind) -> [(Str
 }
 
 /// The first call for a request only sets its state (libmicrohttpd keeps the connection alive only when the
-/// answer comes on a later call), body chunks are gathered up to the limit, and the last call answers.
+/// answer comes on a later call), body chunks are gathered up to the limit, and the last call answers. A body whose
+/// declared length is over the limit is answered on the first call, without waiting for bytes that will not be read
+/// (libmicrohttpd then closes the connection).
 private let accessHandler: MHD_AccessHandlerCallback = {
     context, connection, url, method, _, uploadData, uploadSize, requestContext in
     guard let context, let connection, let requestContext, let uploadSize else { return mf_no }
     let server = Unmanaged<HTTPServer.Context>.fromOpaque(context).takeUnretainedValue()
     guard let existing = requestContext.pointee else {
-        requestContext.pointee = Unmanaged.passRetained(HTTPServer.RequestState()).toOpaque()
-        return mf_yes
+        let state = HTTPServer.RequestState()
+        requestContext.pointee = Unmanaged.passRetained(state).toOpaque()
+        let declared = MHD_lookup_connection_value(connection, mf_header_kind, "Content-Length")
+            .flatMap { Int(String(cString: $0)) }
+        guard let declared, declared > server.maxBody else { return mf_yes }
+        state.tooLarge = true
+        return answer(connection, url, method, state, server)
     }
     let state = Unmanaged<HTTPServer.RequestState>.fromOpaque(existing).takeUnretainedValue()
     if uploadSize.pointee > 0 {
@@ -164,6 +171,14 @@ private let accessHandler: MHD_AccessHandlerCallback = {
         uploadSize.pointee = 0
         return mf_yes
     }
+    return answer(connection, url, method, state, server)
+}
+
+/// Hands the request, as far as it was read, to the handler and queues its answer.
+private func answer(
+    _ connection: OpaquePointer, _ url: UnsafePointer<CChar>?, _ method: UnsafePointer<CChar>?,
+    _ state: HTTPServer.RequestState, _ server: HTTPServer.Context
+) -> MHD_Result {
     var headers: [String: String] = [:]
     for (name, value) in values(connection, mf_header_kind) { headers[name.lowercased()] = value }
     let request = HTTPServer.Request(

@@ -74,6 +74,14 @@ import Testing
         let big = await serve.request(
             "POST", "/api/downloads", body: "{\"ids\": [\"" + String(repeating: "a", count: 70_000) + "\"]}")
         #expect(big.status == 413)
+        // A length declared over the limit is answered at once, without the body: the server does not wait for it.
+        let declared = "POST /api/downloads HTTP/1.1\r\nHost: \(serve.host)\r\nAuthorization: Bearer \(serve.token)\r\n"
+            + "Origin: \(serve.origin)\r\nContent-Type: application/json\r\nContent-Length: 999999999999\r\n\r\n"
+        let port = serve.port
+        let early = await ServeFixture.offThePool {
+            ServeFixture.exchange(port: port, Array(declared.utf8), until: { _ in true })
+        }
+        #expect(early.status == 413)
         let longQuery = await serve.request("GET", "/api/search?term=" + String(repeating: "a", count: 3000))
         #expect(longQuery.status == 414)
         let missing = await serve.request("GET", "/api/search?limit=5")
