@@ -28,6 +28,14 @@ public final class S3Client: Sendable {
     public struct OpenUpload: Sendable, Hashable {
         public var key: String
         public var uploadID: String
+        /// When the store says it was started (its clock), when it says.
+        public var initiated: Date?
+
+        public init(key: String, uploadID: String, initiated: Date? = nil) {
+            self.key = key
+            self.uploadID = uploadID
+            self.initiated = initiated
+        }
     }
 
     /// How a write that must not overwrite ended.
@@ -218,7 +226,8 @@ public final class S3Client: Sendable {
             }
             for upload in xml.all("Upload") {
                 if let key = upload.text("Key"), let id = upload.text("UploadId") {
-                    uploads.append(OpenUpload(key: key, uploadID: id))
+                    let initiated = upload.text("Initiated").flatMap(S3Error.isoDate)
+                    uploads.append(OpenUpload(key: key, uploadID: id, initiated: initiated))
                 }
             }
             guard xml.text("IsTruncated") == "true", let key = xml.text("NextKeyMarker"),

@@ -18,9 +18,9 @@ import Synchronization
 ///   stores nothing twice; a key holding anything else fails the item, saying so.
 /// * ``keep(_:stored:)`` asks the store (HEAD) for the object's size and SHA-256: a re-run fetches nothing it has.
 /// * ``prepare()`` lists the bucket (the endpoint answers, the credentials and the bucket are good), creates the
-///   bucket when asked, and aborts the multipart uploads an interrupted run left open: those of the keys its
-///   ``UploadJournal`` (in the state folder) says an upload was started for and not ended. Another writer's open
-///   uploads, in the prefix or beside it, are left alone.
+///   bucket when asked, and aborts the multipart uploads an interrupted run left open: those its ``UploadJournal``
+///   (in the state folder) says were started and did not end, by their ids. Another writer's open uploads, in the
+///   prefix, beside it, or at one of the sink's own keys, are left alone.
 /// * Each object carries `Content-Type` from its extension and `x-amz-meta-` artist, title, album, source-url
 ///   and sha256; the manifest and the playlist are objects under the prefix, written at ``finish()``.
 ///
@@ -112,9 +112,10 @@ public final class S3Sink: Sink {
     private func abortUnfinished() async throws -> [String] {
         guard let journal else { return [] }
         var aborted: [String] = []
-        for key in journal.unfinished() {
-            // The listing is by prefix: only the key itself is this sink's.
-            for upload in try await client.openUploads(prefix: key) where upload.key == key {
+        for unfinished in journal.unfinished() {
+            // The listing is by prefix: only uploads at the key itself, and of those only the journal's own.
+            let key = unfinished.key
+            for upload in try await client.openUploads(prefix: key) where upload.key == key && unfinished.owns(upload) {
                 try await client.abortMultipartUpload(upload.key, uploadID: upload.uploadID)
                 aborted.append(key)
             }
@@ -213,9 +214,10 @@ public final class S3Sink: Sink {
         do {
             uploadID = try await client.createMultipartUpload(key, headers: headers)
         } catch {
-            journal?.ended(key)
+            journal?.ended(key, uploadID: nil)
             throw error
         }
+        journal?.created(key, uploadID: uploadID)
         do {
             let count = Int((file.size + partSize - 1) / partSize)
             var etags = [String](repeating: "", count: count)
@@ -243,10 +245,12 @@ public final class S3Sink: Sink {
             let outcome = try await client.completeMultipartUpload(
                 key, uploadID: uploadID, etags: etags, exclusive: true)
             if outcome == .keyTaken {
-                if (try? await client.abortMultipartUpload(key, uploadID: uploadID)) != nil { journal?.ended(key) }
+                if (try? await client.abortMultipartUpload(key, uploadID: uploadID)) != nil {
+                    journal?.ended(key, uploadID: uploadID)
+                }
                 try await checkSame(key, size: file.size, sha256: sha256)
             } else {
-                journal?.ended(key)
+                journal?.ended(key, uploadID: uploadID)
             }
         } catch {
             // Aborted even when the run is being cancelled: an open upload's parts cost storage until then. An abort
@@ -254,7 +258,7 @@ public final class S3Sink: Sink {
             let aborted = await Task.detached { [client] in
                 (try? await client.abortMultipartUpload(key, uploadID: uploadID)) != nil
             }.value
-            if aborted { journal?.ended(key) }
+            if aborted { journal?.ended(key, uploadID: uploadID) }
             throw error
         }
     }

@@ -6,13 +6,41 @@ import Synchronization
     import Glibc
 #endif
 
-/// The keys of the multipart uploads a state folder's runs started, so that the next run (or `mediafetch clean`)
-/// aborts the uploads a killed run left open under those keys, and nothing else: in a bucket others write to, or
-/// with an empty prefix, an open upload the sink did not start is not the sink's to abort.
+/// The multipart uploads a state folder's runs started, so that the next run (or `mediafetch clean`) aborts those a
+/// killed run left open, and nothing else: in a bucket others write to, or with an empty prefix, an open upload the
+/// sink did not start is not the sink's to abort, even at one of its own keys.
 ///
-/// One JSON line a start, flushed to disk before the upload is created (a kill at any later moment leaves the key
-/// on record), and one when it ended, not flushed (a lost one costs the next run a listing of that key).
+/// One JSON line a step: the start, flushed to disk before the upload is created, with the time; the upload's id
+/// once the store has given it; the end. An upload is then known by its id. A start without an id (a kill between
+/// the request and its answer) is matched by its key and the time the store says the upload began, within
+/// ``startWindow`` of the start.
 public final class UploadJournal: Sendable {
+    /// How far from a start without an id an upload at its key may have begun to count as that start's: the store's
+    /// clock may differ from this machine's, and the request may have waited.
+    public static let startWindow: TimeInterval = 300
+
+    /// What a killed run left unfinished at one key.
+    public struct Unfinished: Sendable, Hashable {
+        public var key: String
+        /// Uploads the store named and that did not end.
+        public var uploadIDs: [String]
+        /// Starts that never learnt their upload's id (this machine's clock).
+        public var startsWithoutID: [Date]
+
+        public init(key: String, uploadIDs: [String], startsWithoutID: [Date]) {
+            self.key = key
+            self.uploadIDs = uploadIDs
+            self.startsWithoutID = startsWithoutID
+        }
+
+        /// Whether `upload` (at this key) is one of these.
+        public func owns(_ upload: S3Client.OpenUpload) -> Bool {
+            if uploadIDs.contains(upload.uploadID) { return true }
+            guard let initiated = upload.initiated else { return false }
+            return startsWithoutID.contains { abs(initiated.timeIntervalSince($0)) <= UploadJournal.startWindow }
+        }
+    }
+
     public let path: String
     private let lock = Mutex(())
 
@@ -22,34 +50,53 @@ public final class UploadJournal: Sendable {
 
     /// Records that an upload of `key` is about to be created, on disk before it returns.
     /// - Throws: ``SinkError`` when the journal cannot be written: the upload then does not start.
-    public func starting(_ key: String) throws {
-        try append(["start": key], flush: true)
+    public func starting(_ key: String, at time: Date = Date()) throws {
+        try append(["start": key, "at": String(time.timeIntervalSince1970)], flush: true)
     }
 
-    /// Records that the upload of `key` was completed or aborted.
-    public func ended(_ key: String) {
-        try? append(["end": key], flush: false)
+    /// Records the id the store gave the upload of `key` just started.
+    public func created(_ key: String, uploadID: String) {
+        try? append(["created": key, "id": uploadID], flush: false)
     }
 
-    /// The keys with more uploads started than ended, in the order first started.
-    public func unfinished() -> [String] {
+    /// Records that the upload of `key` ended: completed or aborted (`uploadID`), or never created (nil).
+    public func ended(_ key: String, uploadID: String?) {
+        var record = ["end": key]
+        record["id"] = uploadID
+        try? append(record, flush: false)
+    }
+
+    /// What the journal holds unfinished, by key in the order first started.
+    public func unfinished() -> [Unfinished] {
         lock.withLock { _ in
             guard let data = FileManager.default.contents(atPath: path) else { return [] }
-            var open: [String: Int] = [:]
+            var pending: [String: (ids: [String], starts: [Date])] = [:]
             var order: [String] = []
             for line in data.split(separator: UInt8(ascii: "\n")) {
-                // A line cut short by a kill in its write is skipped: its upload had not been created yet.
-                guard let object = try? JSONSerialization.jsonObject(with: Data(line)) as? [String: String] else {
+                // A line cut short by a kill in its write is skipped: its step had not happened yet.
+                guard let record = try? JSONSerialization.jsonObject(with: Data(line)) as? [String: String] else {
                     continue
                 }
-                if let key = object["start"] {
-                    if open[key] == nil { order.append(key) }
-                    open[key, default: 0] += 1
-                } else if let key = object["end"] {
-                    open[key, default: 0] -= 1
+                if let key = record["start"] {
+                    if pending[key] == nil { order.append(key) }
+                    let time = record["at"].flatMap(TimeInterval.init).map(Date.init(timeIntervalSince1970:))
+                    pending[key, default: ([], [])].starts.append(time ?? Date.distantPast)
+                } else if let key = record["created"], let id = record["id"] {
+                    // The oldest start of the key learnt its id.
+                    if pending[key]?.starts.isEmpty == false { pending[key]?.starts.removeFirst() }
+                    pending[key, default: ([], [])].ids.append(id)
+                } else if let key = record["end"] {
+                    if let id = record["id"] {
+                        pending[key]?.ids.removeAll { $0 == id }
+                    } else if pending[key]?.starts.isEmpty == false {
+                        pending[key]?.starts.removeFirst()
+                    }
                 }
             }
-            return order.filter { (open[$0] ?? 0) > 0 }
+            return order.compactMap { key in
+                guard let entry = pending[key], !entry.ids.isEmpty || !entry.starts.isEmpty else { return nil }
+                return Unfinished(key: key, uploadIDs: entry.ids, startsWithoutID: entry.starts)
+            }
         }
     }
 

@@ -7,7 +7,7 @@ enum CleanCommand {
         Usage: mediafetch clean CONFIG [--set KEY=VALUE]... [--all]
 
         Discards partial downloads, so the next run starts them from zero, and what interrupted runs left
-        unfinished in the sink itself (an s3 bucket's open multipart uploads under the prefix). Stored files
+        unfinished in the sink itself (the s3 multipart uploads this state folder's runs left open). Stored files
         are never touched.
           --all   forget the ledger too: the next run fetches everything again
         """

@@ -97,6 +97,26 @@ public struct Validator: Sendable, Hashable, Codable, CustomStringConvertible {
     }
 }
 
+/// A file given by its path, with the URL it was given as when there was one: a URL is made from the path only when
+/// asked for. A run hands its staging files to transports and sinks this way, since a file URL made and then decoded
+/// again by each `URL.path` was 4% of a many-small-files run's instructions.
+struct FileLocation: Sendable {
+    let path: String
+    private let given: URL?
+
+    init(path: String) {
+        self.path = path
+        given = nil
+    }
+
+    init(url: URL) {
+        path = url.path
+        given = url
+    }
+
+    var url: URL { given ?? URL(fileURLWithPath: path, isDirectory: false) }
+}
+
 /// A streaming GET of one file into a staging file on disk.
 public struct DownloadRequest: Sendable {
     public var url: URL
@@ -106,23 +126,15 @@ public struct DownloadRequest: Sendable {
     /// A request made with ``init(url:destinationPath:headers:resumeFrom:validator:maxBytes:onResponse:)`` makes
     /// this URL from ``destinationPath`` each time it is read.
     public var destination: URL {
-        get { destinationURL ?? URL(fileURLWithPath: storedPath, isDirectory: false) }
-        set {
-            destinationURL = newValue
-            storedPath = newValue.path
-        }
+        get { file.url }
+        set { file = FileLocation(url: newValue) }
     }
-    /// The path of ``destination``, which a transport that opens the file itself should use: a run pays for a
-    /// file URL made and decoded again for each file (4% of a many-small-files run's instructions).
+    /// The path of ``destination``, which a transport that opens the file itself should use (see ``FileLocation``).
     public var destinationPath: String {
-        get { storedPath }
-        set {
-            storedPath = newValue
-            destinationURL = nil
-        }
+        get { file.path }
+        set { file = FileLocation(path: newValue) }
     }
-    private var storedPath: String
-    private var destinationURL: URL?
+    private var file: FileLocation
     /// Bytes already in `destination` to keep: when above zero the transport asks for
     /// `Range: bytes=N-` with `If-Range` from `validator`, appends on 206 and starts over on 200.
     public var resumeFrom: Int64
@@ -143,14 +155,10 @@ public struct DownloadRequest: Sendable {
         maxBytes: Int64? = nil,
         onResponse: (@Sendable (DownloadResponse) -> Void)? = nil
     ) {
-        self.url = url
-        self.headers = headers
-        self.storedPath = destination.path
-        self.destinationURL = destination
-        self.resumeFrom = resumeFrom
-        self.validator = validator
-        self.maxBytes = maxBytes
-        self.onResponse = onResponse
+        self.init(
+            url: url, destinationPath: destination.path, headers: headers, resumeFrom: resumeFrom,
+            validator: validator, maxBytes: maxBytes, onResponse: onResponse)
+        file = FileLocation(url: destination)
     }
 
     /// A request whose file is given by its path (see ``destinationPath``).
@@ -165,8 +173,7 @@ public struct DownloadRequest: Sendable {
     ) {
         self.url = url
         self.headers = headers
-        self.storedPath = destinationPath
-        self.destinationURL = nil
+        file = FileLocation(path: destinationPath)
         self.resumeFrom = resumeFrom
         self.validator = validator
         self.maxBytes = maxBytes

@@ -100,23 +100,15 @@ public struct StagedFile: Sendable {
     /// The file. Made with ``init(path:size:sha256:sourceURL:downloadedAt:)``, this URL is made from ``path``
     /// each time it is read.
     public var url: URL {
-        get { storedURL ?? URL(fileURLWithPath: storedPath, isDirectory: false) }
-        set {
-            storedURL = newValue
-            storedPath = newValue.path
-        }
+        get { file.url }
+        set { file = FileLocation(url: newValue) }
     }
-    /// The path of ``url``, which a sink that opens the file itself should use: a run pays for a file URL made and
-    /// decoded again for each file (4% of a many-small-files run's instructions).
+    /// The path of ``url``, which a sink that opens the file itself should use (see ``FileLocation``).
     public var path: String {
-        get { storedPath }
-        set {
-            storedPath = newValue
-            storedURL = nil
-        }
+        get { file.path }
+        set { file = FileLocation(path: newValue) }
     }
-    private var storedPath: String
-    private var storedURL: URL?
+    private var file: FileLocation
     public var size: Int64
     /// Lowercase hex SHA-256 of the bytes; nil when the run verifies sizes only and the sink did not ask
     /// for digests (``Sink/needsDigests``).
@@ -127,18 +119,13 @@ public struct StagedFile: Sendable {
     public var downloadedAt: Date
 
     public init(url: URL, size: Int64, sha256: String?, sourceURL: URL, downloadedAt: Date = Date()) {
-        self.storedPath = url.path
-        self.storedURL = url
-        self.size = size
-        self.sha256 = sha256
-        self.sourceURL = sourceURL
-        self.downloadedAt = downloadedAt
+        self.init(path: url.path, size: size, sha256: sha256, sourceURL: sourceURL, downloadedAt: downloadedAt)
+        file = FileLocation(url: url)
     }
 
     /// A staged file given by its path (see ``path``).
     public init(path: String, size: Int64, sha256: String?, sourceURL: URL, downloadedAt: Date = Date()) {
-        self.storedPath = path
-        self.storedURL = nil
+        file = FileLocation(path: path)
         self.size = size
         self.sha256 = sha256
         self.sourceURL = sourceURL

@@ -136,6 +136,32 @@ extension SeaweedFSTests {
             }
         }
 
+        /// A killed run's journal names its own upload by id: recovery aborts that one and leaves another state
+        /// folder's upload at the same key (in progress) open.
+        @Test func recoveryAbortsTheJournalsUploadsAndNoOtherAtTheSameKey() async throws {
+            let folder = try Self.scratch()
+            defer { try? FileManager.default.removeItem(at: folder) }
+            try await withSeaweedFS { store in
+                let configuration = try store.configuration(bucket: SeaweedFS.bucketName(), prefix: "p/")
+                let (first, transport) = try store.sink(configuration)
+                defer { Task { await transport.shutdown() } }
+                try await first.prepare()
+                let key = "p/Artist/Song.m4a"
+                let journal = UploadJournal(path: folder.appendingPathComponent("s3-uploads.jsonl").path)
+                // What a run killed after its upload began leaves: the start and the id, no end.
+                try journal.starting(key)
+                let killed = try await first.client.createMultipartUpload(key, headers: [:])
+                journal.created(key, uploadID: killed)
+                let others = try await first.client.createMultipartUpload(key, headers: [:])
+                let sink = S3Sink(configuration: configuration, transport: transport, journal: journal)
+                let lines = try await sink.discardUnfinished()
+                #expect(lines == ["aborted the unfinished multipart upload of \(sink.client.location(key))"])
+                #expect(try await sink.client.openUploads(prefix: "").map(\.uploadID) == [others])
+                #expect(journal.unfinished().isEmpty)
+                try await sink.client.abortMultipartUpload(key, uploadID: others)
+            }
+        }
+
         /// A key is never overwritten: storing the same bytes again (a run that lost its ledger) is a success that
         /// writes nothing, other bytes under the same key fail naming the object, and the object stays as it was;
         /// every object carries its type and metadata.
@@ -419,5 +445,44 @@ final class WatchedTransport: Transport {
         let error = await #expect(throws: SinkError.self) { try await sink.plan(long, asset: .preview) }
         #expect(error?.description.contains("S3 takes at most 1024") == true)
         #expect(error?.description.contains("shorten the sink's prefix or layout") == true)
+    }
+}
+
+/// The upload journal's reading, without a store.
+@Suite struct UploadJournalTests {
+    @Test func whatAKilledRunLeftIsKnownByIdOrByItsStartsTime() throws {
+        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("journal-\(UUID().uuidString)")
+        defer { try? FileManager.default.removeItem(at: folder) }
+        let journal = UploadJournal(path: folder.appendingPathComponent("s3-uploads.jsonl").path)
+        let start = Date(timeIntervalSince1970: 1_800_000_000)
+        try journal.starting("a", at: start)
+        journal.created("a", uploadID: "id-a")
+        try journal.starting("b", at: start)
+        try journal.starting("c", at: start)
+        journal.created("c", uploadID: "id-c")
+        journal.ended("c", uploadID: "id-c")
+        try journal.starting("d", at: start)
+        journal.ended("d", uploadID: nil)
+        // A line a kill cut short is skipped.
+        let handle = try FileHandle(forWritingTo: URL(fileURLWithPath: journal.path))
+        try handle.seekToEnd()
+        try handle.write(contentsOf: Data(#"{"created":"b","i"#.utf8))
+        try handle.close()
+        #expect(
+            journal.unfinished() == [
+                .init(key: "a", uploadIDs: ["id-a"], startsWithoutID: []),
+                .init(key: "b", uploadIDs: [], startsWithoutID: [start]),
+            ])
+        let unfinished = journal.unfinished()
+        let upload = { (key: String, id: String, initiated: Date?) in
+            S3Client.OpenUpload(key: key, uploadID: id, initiated: initiated)
+        }
+        #expect(unfinished[0].owns(upload("a", "id-a", nil)))
+        #expect(!unfinished[0].owns(upload("a", "someone-else", start)))
+        #expect(unfinished[1].owns(upload("b", "x", start.addingTimeInterval(2))))
+        #expect(!unfinished[1].owns(upload("b", "x", start.addingTimeInterval(-3600))))
+        #expect(!unfinished[1].owns(upload("b", "x", nil)))
+        try journal.clear()
+        #expect(journal.unfinished().isEmpty)
     }
 }
