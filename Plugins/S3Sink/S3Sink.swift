@@ -40,14 +40,14 @@ public final class S3Sink: Sink {
 
     public var pathReserver: PathReserver? { names }
     private let preparation = Preparation()
-    /// Where the keys of started multipart uploads are kept; nil: none are, and none are aborted later.
+    /// Where the multipart uploads this sink starts are recorded; nil: none are, and none are aborted later.
     public let journal: UploadJournal?
 
     /// - Parameters:
     ///   - transport: the run's transport; every request goes through it.
     ///   - policy: the download section's retries and backoff, used for the store's requests too.
     ///   - clock: the signing time (tests skew it).
-    ///   - journal: where the keys of started multipart uploads are kept (the factory's is in the state folder), so
+    ///   - journal: where the multipart uploads it starts are recorded (the factory's is in the state folder), so
     ///     that ``prepare()`` and ``discardUnfinished()`` abort what a killed run left open; without one they abort
     ///     nothing.
     public init(
@@ -107,8 +107,8 @@ public final class S3Sink: Sink {
         try await abortUnfinished().map { "aborted the unfinished multipart upload of \(client.location($0))" }
     }
 
-    /// Aborts the open uploads of every key the journal has an unfinished upload for, then forgets them.
-    /// - Returns: the keys whose uploads were aborted.
+    /// Aborts the open uploads the journal says were started and did not end, then forgets them.
+    /// - Returns: the keys of the uploads aborted.
     private func abortUnfinished() async throws -> [String] {
         guard let journal else { return [] }
         var aborted: [String] = []
@@ -208,7 +208,7 @@ public final class S3Sink: Sink {
                     + "\(S3Configuration.minimumPartSize)), above the \(limit) bytes the transport uploads at "
                     + "most: use the curl transport")
         }
-        // On record before the upload exists: a kill at any moment after leaves its key for the next run to clean.
+        // On record before the upload exists: a kill at any moment after leaves it for the next run to find.
         try journal?.starting(key)
         let uploadID: String
         do {
