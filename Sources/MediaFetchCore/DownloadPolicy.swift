@@ -137,11 +137,7 @@ public struct DownloadPolicy: Sendable, Hashable {
         let wildcard = length >= 2 && pattern[length - 1] == UInt8(ascii: "*") && pattern[length - 2] == UInt8(ascii: "/")
         if wildcard { length -= 1 }
         guard wildcard ? type.count >= length : type.count == length else { return false }
-        for index in 0..<length {
-            let byte = pattern[index]
-            let lowered = byte >= UInt8(ascii: "A") && byte <= UInt8(ascii: "Z") ? byte | 0x20 : byte
-            if type[index] != lowered { return false }
-        }
+        for index in 0..<length where type[index] != pattern[index].asciiLowercased { return false }
         return true
     }
 

@@ -36,7 +36,7 @@ package struct StoredPath: Sendable {
             guard bytes.allSatisfy({ $0 < 0x80 }), bytes.first != UInt8(ascii: "/") else { return nil }
             var key: [UInt8] = [UInt8(ascii: "/")]
             key.reserveCapacity(bytes.count + 1)
-            for byte in bytes { key.append(byte >= UInt8(ascii: "A") && byte <= UInt8(ascii: "Z") ? byte | 0x20 : byte) }
+            for byte in bytes { key.append(byte.asciiLowercased) }
             return String(decoding: key, as: UTF8.self)
         }
         key = ascii ?? NameReserver.nameKey(of: path.split(separator: "/").map(String.init))

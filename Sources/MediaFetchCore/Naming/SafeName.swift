@@ -275,4 +275,7 @@ extension UInt8 {
     public var isASCIILetterOrDigit: Bool {
         (0x30...0x39).contains(self) || (0x41...0x5A).contains(self) || (0x61...0x7A).contains(self)
     }
+
+    /// The byte with an ASCII capital made lowercase, as `String.lowercased()` makes it; any other byte as it is.
+    package var asciiLowercased: UInt8 { (0x41...0x5A).contains(self) ? self | 0x20 : self }
 }
