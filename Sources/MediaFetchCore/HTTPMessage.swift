@@ -129,7 +129,9 @@ public struct DownloadRequest: Sendable {
         get { file.url }
         set { file = FileLocation(url: newValue) }
     }
-    /// The path of ``destination``, which a transport that opens the file itself should use (see ``FileLocation``).
+    /// The path of ``destination``, which a transport that opens the file itself should use: a request made from a
+    /// path makes its URL only when asked, since a file URL made and decoded again for each file was 4% of a
+    /// many-small-files run's instructions.
     public var destinationPath: String {
         get { file.path }
         set { file = FileLocation(path: newValue) }

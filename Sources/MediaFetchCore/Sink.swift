@@ -103,7 +103,8 @@ public struct StagedFile: Sendable {
         get { file.url }
         set { file = FileLocation(url: newValue) }
     }
-    /// The path of ``url``, which a sink that opens the file itself should use (see ``FileLocation``).
+    /// The path of ``url``, which a sink that opens the file itself should use: a staged file made from a path makes
+    /// its URL only when asked (see ``DownloadRequest/destinationPath``).
     public var path: String {
         get { file.path }
         set { file = FileLocation(path: newValue) }
