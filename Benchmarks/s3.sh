@@ -192,5 +192,6 @@ table() { # TITLE LIST
 }
 
 echo "mediafetch $("$MEDIAFETCH" --version), $("$RCLONE" version | head -1), SeaweedFS $("$WEED" version 2>&1 | head -1)"
-[[ ${TABLES:-files big} == *files* ]] && table "Many files into a bucket" "$WORK/urls-$N.txt"
-[[ ${TABLES:-files big} == *big* ]] && table "One $BIG_MIB MiB file into a bucket" "$WORK/urls-big.txt"
+# As ifs, not `&&`: a table left out is not a failure of the script.
+if [[ ${TABLES:-files big} == *files* ]]; then table "Many files into a bucket" "$WORK/urls-$N.txt"; fi
+if [[ ${TABLES:-files big} == *big* ]]; then table "One $BIG_MIB MiB file into a bucket" "$WORK/urls-big.txt"; fi
