@@ -158,9 +158,8 @@ public struct DownloadRequest: Sendable {
         onResponse: (@Sendable (DownloadResponse) -> Void)? = nil
     ) {
         self.init(
-            url: url, destinationPath: destination.path, headers: headers, resumeFrom: resumeFrom,
+            url: url, file: FileLocation(url: destination), headers: headers, resumeFrom: resumeFrom,
             validator: validator, maxBytes: maxBytes, onResponse: onResponse)
-        file = FileLocation(url: destination)
     }
 
     /// A request whose file is given by its path (see ``destinationPath``).
@@ -173,9 +172,18 @@ public struct DownloadRequest: Sendable {
         maxBytes: Int64? = nil,
         onResponse: (@Sendable (DownloadResponse) -> Void)? = nil
     ) {
+        self.init(
+            url: url, file: FileLocation(path: destinationPath), headers: headers, resumeFrom: resumeFrom,
+            validator: validator, maxBytes: maxBytes, onResponse: onResponse)
+    }
+
+    private init(
+        url: URL, file: FileLocation, headers: HTTPHeaders, resumeFrom: Int64, validator: Validator?, maxBytes: Int64?,
+        onResponse: (@Sendable (DownloadResponse) -> Void)?
+    ) {
         self.url = url
         self.headers = headers
-        file = FileLocation(path: destinationPath)
+        self.file = file
         self.resumeFrom = resumeFrom
         self.validator = validator
         self.maxBytes = maxBytes

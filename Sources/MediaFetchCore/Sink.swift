@@ -120,13 +120,16 @@ public struct StagedFile: Sendable {
     public var downloadedAt: Date
 
     public init(url: URL, size: Int64, sha256: String?, sourceURL: URL, downloadedAt: Date = Date()) {
-        self.init(path: url.path, size: size, sha256: sha256, sourceURL: sourceURL, downloadedAt: downloadedAt)
-        file = FileLocation(url: url)
+        self.init(file: FileLocation(url: url), size: size, sha256: sha256, sourceURL: sourceURL, at: downloadedAt)
     }
 
     /// A staged file given by its path (see ``path``).
     public init(path: String, size: Int64, sha256: String?, sourceURL: URL, downloadedAt: Date = Date()) {
-        file = FileLocation(path: path)
+        self.init(file: FileLocation(path: path), size: size, sha256: sha256, sourceURL: sourceURL, at: downloadedAt)
+    }
+
+    private init(file: FileLocation, size: Int64, sha256: String?, sourceURL: URL, at downloadedAt: Date) {
+        self.file = file
         self.size = size
         self.sha256 = sha256
         self.sourceURL = sourceURL
