@@ -9,7 +9,8 @@ import Synchronization
 ///   made unique by a ``NameReserver`` in plan order, so the same run gives the same tree at any concurrency.
 /// * ``store(_:as:)`` may run concurrently. It never writes outside ``root``: no symbolic link below the
 ///   root is followed, and a link or file where a folder should be is reported, not removed. A file appears
-///   under its final name whole or not at all, replacing an older file of that name.
+///   under its final name whole or not at all, replacing only an older file of its own item (a name held by
+///   anything else before the run is numbered around at plan time: see ``ownerAttribute``).
 /// * A store returns the path relative to ``root`` (`Artist/Album/01 Title.m4a`), the same string as the
 ///   plan's ``StoragePlan/relativePath``: stable if the user moves the folder.
 public final class DirectorySink: Sink {
@@ -72,6 +73,8 @@ public final class DirectorySink: Sink {
     private let names: PathReserver
 
     public var pathReserver: PathReserver? { names }
+    /// Whether the root held files before the run (``folderHeldFiles()``), looked at by the first plan.
+    private let heldFiles = Mutex<Bool?>(nil)
     /// Decided on the first store that flushes, once the root exists.
     private let flusher = Mutex(FlushChoice.undecided)
     /// The root, opened by the first store and kept open for the next ones: a store into the root itself then
@@ -157,16 +160,75 @@ public final class DirectorySink: Sink {
         collection.url(for: asset, of: item)
     }
 
-    /// Renders the layout and reserves a unique name; deterministic in call order.
+    /// Renders the layout and reserves a unique name; deterministic in call order (and in what the folder held
+    /// before the run: see ``ownerAttribute``).
     public func plan(_ item: MediaItem, asset: AssetKind) async throws -> StoragePlan {
         let wanted = layout.render(item, asset: asset)
-        let path = try names.reserve(wanted).joined(separator: "/")
+        let path: String
+        if folderHeldFiles() {
+            let mark = Self.ownerMark(of: item.id, asset: asset)
+            path = try names.reserve(wanted, occupied: { self.holdsAnotherFile($0, mark: mark) })
+                .joined(separator: "/")
+        } else {
+            path = try names.reserve(wanted).joined(separator: "/")
+        }
         let plan = StoragePlan(item: item.ref, asset: asset, relativePath: path)
         // Only the collection's own files read what was planned; without them nothing per item is held.
         if collection.writesManifest || collection.writesPlaylist {
             collector.planned(item, as: plan, from: url(for: asset, of: item))
         }
         return plan
+    }
+
+    /// The extended attribute each stored file carries (`user.mediafetch.item`): its asset and item id
+    /// (`preview:1440857781`; an id longer than 200 bytes by its SHA-256). A run into a folder that held files
+    /// before numbers around every file that is not the planned item's own, by this mark or by the ledger: a file
+    /// a person put there, or another item's from a run whose ledger is gone, is never replaced. A file the run
+    /// before put in place and was killed before recording keeps its name for its item. Where the filesystem
+    /// keeps no such attributes, an unrecorded file is numbered around too (the item is then stored beside it).
+    public static let ownerAttribute = "user.mediafetch.item"
+
+    /// The value of ``ownerAttribute`` for an item's asset.
+    static func ownerMark(of id: String, asset: AssetKind) -> [UInt8] {
+        let name = id.utf8.count > 200 ? "sha256:" + SHA256.hex(of: Data(id.utf8)) : id
+        return Array((asset.rawValue + ":" + name).utf8)
+    }
+
+    /// Whether the root held anything but dot files when the first item was planned: only then can a name be
+    /// taken by a file this run does not know (a safe name never starts with a dot), so a first run into an empty
+    /// folder asks the disk nothing.
+    private func folderHeldFiles() -> Bool {
+        heldFiles.withLock { held in
+            if let held { return held }
+            var found = false
+            if let folder = opendir(rootPath) {
+                while let entry = readdir(folder) {
+                    let first = withUnsafeBytes(of: entry.pointee.d_name) { $0.first ?? 0 }
+                    if first != UInt8(ascii: ".") {
+                        found = true
+                        break
+                    }
+                }
+                closedir(folder)
+            }
+            held = found
+            return found
+        }
+    }
+
+    /// Whether something is at `components` below the root that is not the file the item marked `mark` stored:
+    /// a file without that mark (or with another item's), a folder, a link. Only read, never followed into.
+    private func holdsAnotherFile(_ components: [String], mark: [UInt8]) -> Bool {
+        var path = rootPath.hasSuffix("/") ? rootPath : rootPath + "/"
+        path += components.joined(separator: "/")
+        var value = [UInt8](repeating: 0, count: mark.count + 1)
+        let length = value.withUnsafeMutableBytes { lgetxattr(path, Self.ownerAttribute, $0.baseAddress, $0.count) }
+        if length < 0 {
+            let code = errno
+            // Nothing there (or a file where a folder of the path should be: its store reports that).
+            return !(code == ENOENT || code == ENOTDIR || code == ENAMETOOLONG)
+        }
+        return !(length == mark.count && value.prefix(length).elementsEqual(mark))
     }
 
     /// Moves `file` to `plan.relativePath` under ``root`` atomically.
@@ -178,6 +240,10 @@ public final class DirectorySink: Sink {
         let placement = SafePlacement(
             rootPath: rootPath, relativePath: plan.relativePath, item: plan.item, sync: sync)
         let staged = file.path
+        // Marked before it gets its name, so the name is never without the mark. A filesystem that keeps no
+        // user attributes refuses it: its runs then number around what they did not record (see ownerAttribute).
+        let mark = Self.ownerMark(of: plan.item.id, asset: plan.asset)
+        _ = mark.withUnsafeBytes { setxattr(staged, Self.ownerAttribute, $0.baseAddress, $0.count, 0) }
         let flush = sync ? try groupFlush(covering: staged) : nil
         let root = try rootFolder(placement)
         do {

@@ -4,6 +4,7 @@
 
 #include <malloc.h>
 #include <sys/vfs.h>
+#include <sys/xattr.h>
 
 // glibc's own prototype (fcntl.h, _GNU_SOURCE only).
 extern int sync_file_range(int fd, long long offset, long long count, unsigned int flags);

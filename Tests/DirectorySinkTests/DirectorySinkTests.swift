@@ -305,6 +305,8 @@ struct DirectorySinkTests {
 
         #expect(try fixture.tree(fixture.root) == [plan.relativePath: bytes])
         #expect(fixture.kind(staged.url) == .missing)
+        // The copy carries the mark a rename would have kept.
+        #expect(ownerMark(at: fixture.url(plan.relativePath)) == "preview:1")
     }
 
     @Test func factoryReadsOptionsAndRejectsABadLayout() throws {

@@ -44,8 +44,13 @@ public struct NameReserver: Sendable {
 
     /// The numbering itself, over any table of taken names (in memory here, in the ledger for a
     /// ``PathReserver`` kept there): the same answers from the same calls, whatever holds the names.
+    ///
+    /// `occupied` is asked about a file name no earlier reservation took (the spelled path, its key): true when
+    /// something that is not this item's is at that path on disk, which is then taken and numbered around, unless
+    /// the table says the item being planned holds the name (``NameTable/isHeldByPlanningItem(_:)``).
     static func reserve<Table: NameTable>(
-        _ components: [String], in table: inout Table, maxBytes: Int
+        _ components: [String], in table: inout Table, maxBytes: Int,
+        occupied: ((_ path: [String]) -> Bool)? = nil
     ) throws(Table.Failure) -> [String] {
         guard let fileName = components.last else { return [] }
         var result: [String] = []
@@ -80,13 +85,17 @@ public struct NameReserver: Sendable {
         var chosen = fileName
         var number = 2
         var key = parentKey + "/" + SafeName.collationKey(chosen)
-        while try table.lookup(key) != nil {
+        while true {
+            if try table.lookup(key) == nil {
+                result.append(chosen)
+                guard let occupied, occupied(result), try !table.isHeldByPlanningItem(key) else { break }
+                result.removeLast()
+            }
             chosen = SafeName.numbered(fileName, number, keepingExtension: true, maxBytes: maxBytes)
             number += 1
             key = parentKey + "/" + SafeName.collationKey(chosen)
         }
         try table.take(key, directory: nil)
-        result.append(chosen)
         return result
     }
 }
@@ -111,6 +120,13 @@ protocol NameTable {
     /// Takes `key` for a file (`directory` nil) or for the directory spelled `directory`; a key taken by a file
     /// before may become a way into a directory (a wanted directory name that a file had, numbered).
     mutating func take(_ key: String, directory: String?) throws(Failure)
+    /// Whether the item being planned (``PathReserver/planning``) stored its file under `key` in an earlier run, as
+    /// far as the table knows (a key ``lookup(_:)`` found free): a file there on disk is then its own.
+    func isHeldByPlanningItem(_ key: String) throws(Failure) -> Bool
+}
+
+extension NameTable {
+    func isHeldByPlanningItem(_ key: String) throws(Failure) -> Bool { false }
 }
 
 /// The names in memory: what a ``NameReserver`` holds.

@@ -61,15 +61,30 @@ public final class PathReserver: Sendable {
     /// ``NameReserver/reserve(_:)`` does; the same number of components comes back.
     /// - Throws: ``LedgerError`` when the names are in a ledger that cannot be read.
     public func reserve(_ components: [String]) throws -> [String] {
+        try reserve(components, occupied: nil)
+    }
+
+    /// ``reserve(_:)`` that also numbers around what is already where a file would go: `occupied` is asked about
+    /// each file path no item of this run took (its components, spelled as they will be stored), and answers
+    /// true when something that is not the planned item's own is there (a file a person put there, another
+    /// item's file from a run whose ledger is gone). Such a path is skipped like a taken one, unless the ledger
+    /// says the item being planned (``planning``) stored it. Nothing on disk is then ever replaced by another
+    /// item's file. A sink that writes files uses this when its folder held files before the run.
+    /// - Throws: ``LedgerError`` when the names are in a ledger that cannot be read.
+    public func reserve(_ components: [String], occupied: (_ path: [String]) -> Bool) throws -> [String] {
+        try withoutActuallyEscaping(occupied) { occupied in try reserve(components, occupied: Optional(occupied)) }
+    }
+
+    private func reserve(_ components: [String], occupied: ((_ path: [String]) -> Bool)?) throws -> [String] {
         try storage.withLock { storage in
             switch storage {
             case .memory(var table):
                 // Out of the enum first, so that the names are not copied to be changed.
                 storage = .memory(MemoryNameTable())
                 defer { storage = .memory(table) }
-                return NameReserver.reserve(components, in: &table, maxBytes: maxBytes)
+                return NameReserver.reserve(components, in: &table, maxBytes: maxBytes, occupied: occupied)
             case .ledger(var table):
-                return try NameReserver.reserve(components, in: &table, maxBytes: maxBytes)
+                return try NameReserver.reserve(components, in: &table, maxBytes: maxBytes, occupied: occupied)
             }
         }
     }
@@ -93,5 +108,11 @@ struct LedgerNameTable: NameTable, Sendable {
 
     func take(_ key: String, directory: String?) {
         ledger.takeRunKey(scope: Self.scope, key: key, value: directory)
+    }
+
+    /// Asked only of a key ``lookup(_:)`` found free for the planned item: no run key and no other item's file has
+    /// it, and no stored file lies below it, so a stored file that holds it is the planned item's.
+    func isHeldByPlanningItem(_ key: String) throws -> Bool {
+        try ledger.storedName(key, except: nil) != nil
     }
 }

@@ -321,6 +321,7 @@ public struct SafePlacement: Sendable {
         let targetRaw = openat(directory, temporary, createFlags, 0o666)
         guard targetRaw >= 0 else { throw failure("cannot create a temporary file: \(errorText(errno))") }
         let target = FileDescriptor(targetRaw)
+        copyUserAttributes(from: source.raw, to: target.raw)
         var buffer = [UInt8](repeating: 0, count: 1 << 16)
         while true {
             let count = buffer.withUnsafeMutableBytes { read(source.raw, $0.baseAddress, $0.count) }
@@ -343,6 +344,27 @@ public struct SafePlacement: Sendable {
         }
         let closeError = target.closeChecked()
         guard closeError == 0 else { throw failure("cannot write the file: \(errorText(closeError))") }
+    }
+
+    /// The staged file's `user.` extended attributes (a sink's mark, as the directory sink's
+    /// `user.mediafetch.item`) go with a copy as they go with a rename. One that cannot be copied is left out.
+    func copyUserAttributes(from source: Int32, to target: Int32) {
+        var names = [UInt8](repeating: 0, count: 4096)
+        let length = names.withUnsafeMutableBytes { flistxattr(source, $0.baseAddress, $0.count) }
+        guard length > 0 else { return }
+        var value = [UInt8](repeating: 0, count: 1 << 16)
+        for name in names.prefix(length).split(separator: 0) where name.starts(with: "user.".utf8) {
+            let terminated = Array(name) + [0]
+            terminated.withUnsafeBufferPointer { name in
+                name.withMemoryRebound(to: CChar.self) { name in
+                    guard let name = name.baseAddress else { return }
+                    value.withUnsafeMutableBytes { value in
+                        let size = fgetxattr(source, name, value.baseAddress, value.count)
+                        if size >= 0 { _ = fsetxattr(target, name, value.baseAddress, size, 0) }
+                    }
+                }
+            }
+        }
     }
 
     /// Flushes the temporary file's data, so the rename never exposes a name with missing content.

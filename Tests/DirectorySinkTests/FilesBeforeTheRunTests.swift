@@ -1,0 +1,126 @@
+import CLinux
+import DirectorySink
+import Foundation
+import MediaFetchCore
+import MediaFetchTesting
+import Testing
+
+#if canImport(Glibc)
+    import Glibc
+#endif
+
+/// A folder that held files before the run: what the run does not know is numbered around, never replaced.
+@Suite("DirectorySink: files already in the folder")
+struct FilesBeforeTheRunTests {
+    struct ListSource: Source {
+        var items: [MediaItem]
+        func run(_ context: SourceContext, emit: @Sendable (SourceOutput) async throws -> Void) async throws {
+            for item in items { try await emit(.item(item)) }
+        }
+    }
+
+    @Sendable static func bytes(_ id: String) -> Data { Data("the preview of item \(id)".utf8) }
+
+    /// Runs `ids` (every one titled "Same Title") into the fixture's root with the ledger in `state`.
+    static func run(
+        _ ids: [String], _ fixture: borrowing Fixture, state: URL
+    ) async throws -> (summary: RunSummary, fetched: [String]) {
+        let transport = ScriptedTransport(download: { request in
+            ScriptedTransport.File(bytes: Array(bytes(request.url.pathComponents[1])))
+        })
+        let summary = await Pipeline(
+            source: ListSource(items: ids.map { song($0, title: "Same Title", artist: "Dup") }),
+            transport: transport, sink: try fixture.sink("{artist}/{title}.{ext}"),
+            options: .init(
+                concurrency: 2, stagingDirectory: state.appendingPathComponent("staging"), sourceName: "list",
+                ledger: try Ledger(directory: state))
+        ).run()
+        return (summary, transport.requests.map { $0.url.pathComponents[1] })
+    }
+
+    /// The state folder is lost (deleted, or a new one named) and the catalog answers in another order with fewer
+    /// items: before, the first item took the name of a file another item had stored and replaced it.
+    @Test func aRunWithANewLedgerReplacesNoFileAnEarlierRunStored() async throws {
+        let fixture = try Fixture()
+        let first = try await Self.run(["1", "2", "3"], fixture, state: fixture.base.appendingPathComponent("one"))
+        #expect(first.summary.stored == 3)
+        let tree = try fixture.tree(fixture.root)
+        #expect(tree["Dup/Same Title.m4a"] == Self.bytes("1"))
+        #expect(tree["Dup/Same Title (3).m4a"] == Self.bytes("3"))
+
+        let fresh = fixture.base.appendingPathComponent("two")
+        let second = try await Self.run(["3", "4"], fixture, state: fresh)
+        #expect(second.summary.stored == 2 && second.summary.failed == 0)
+        var expected = tree
+        expected["Dup/Same Title (4).m4a"] = Self.bytes("4")
+        // Item 3 found its own file (by its mark) and kept its name; item 4 was numbered around 1 and 2.
+        #expect(try fixture.tree(fixture.root) == expected)
+
+        let again = try await Self.run(["3", "4"], fixture, state: fresh)
+        #expect(again.fetched.isEmpty && again.summary.alreadyStored == 2)
+        #expect(try fixture.tree(fixture.root) == expected)
+    }
+
+    @Test func aFileAPersonPutThereIsNumberedAroundAndKept() async throws {
+        let fixture = try Fixture()
+        let theirs = fixture.url("Dup/Same Title.m4a")
+        try FileManager.default.createDirectory(at: theirs.deletingLastPathComponent(), withIntermediateDirectories: true)
+        try Data("my own recording".utf8).write(to: theirs)
+        // A folder where a file would go is numbered around too, rather than failing the item.
+        try FileManager.default.createDirectory(
+            at: fixture.url("Dup/Same Title (2).m4a"), withIntermediateDirectories: true)
+
+        let state = fixture.base.appendingPathComponent("state")
+        let run = try await Self.run(["1", "2"], fixture, state: state)
+        #expect(run.summary.stored == 2 && run.summary.failed == 0)
+        #expect(
+            try fixture.tree(fixture.root) == [
+                "Dup/Same Title.m4a": Data("my own recording".utf8),
+                "Dup/Same Title (3).m4a": Self.bytes("1"),
+                "Dup/Same Title (4).m4a": Self.bytes("2"),
+            ])
+        let again = try await Self.run(["1", "2"], fixture, state: state)
+        #expect(again.fetched.isEmpty && again.summary.alreadyStored == 2)
+    }
+
+    /// Files stored before stored files carried a mark, or on a filesystem that keeps none: the ledger says whose
+    /// they are, so a re-run fetches nothing and numbers nothing.
+    @Test func aStoredFileWithoutItsMarkIsKnownByTheLedger() async throws {
+        let fixture = try Fixture()
+        let state = fixture.base.appendingPathComponent("state")
+        _ = try await Self.run(["1", "2"], fixture, state: state)
+        let tree = try fixture.tree(fixture.root)
+        for name in tree.keys {
+            #expect(removexattr(fixture.url(name).path, DirectorySink.ownerAttribute) == 0, "\(name)")
+        }
+        let again = try await Self.run(["2", "1"], fixture, state: state)
+        #expect(again.fetched.isEmpty && again.summary.alreadyStored == 2)
+        #expect(try fixture.tree(fixture.root) == tree)
+    }
+
+    /// A file a killed run put in place but did not record: the next run's item finds its own mark and stores under
+    /// the same name, so no item is ever stored twice.
+    @Test func aFileAKilledRunDidNotRecordKeepsItsNameForItsItem() async throws {
+        let fixture = try Fixture()
+        let sink = try fixture.sink("{artist}/{title}.{ext}")
+        let plan = try await sink.plan(song("1", title: "Same Title", artist: "Dup"), asset: .preview)
+        _ = try await sink.store(try fixture.staged(Self.bytes("1")), as: plan)
+        #expect(ownerMark(at: fixture.url(plan.relativePath)) == "preview:1")
+
+        let run = try await Self.run(["2", "1"], fixture, state: fixture.base.appendingPathComponent("state"))
+        #expect(run.summary.stored == 2)
+        #expect(
+            try fixture.tree(fixture.root) == [
+                "Dup/Same Title.m4a": Self.bytes("1"), "Dup/Same Title (2).m4a": Self.bytes("2"),
+            ])
+    }
+}
+
+/// The file's ``DirectorySink/ownerAttribute``, nil when it has none.
+func ownerMark(at url: URL) -> String? {
+    var mark = [UInt8](repeating: 0, count: 512)
+    let length = mark.withUnsafeMutableBytes {
+        getxattr(url.path, DirectorySink.ownerAttribute, $0.baseAddress, $0.count)
+    }
+    return length < 0 ? nil : String(decoding: mark.prefix(length), as: UTF8.self)
+}
