@@ -76,7 +76,9 @@ public final class S3Client: Sendable {
     /// - Throws: ``S3Error`` saying which of those failed.
     public func checkBucket() async throws {
         let query = "list-type=2&max-keys=1&prefix=" + SigV4Signer.encode(Array(configuration.prefix.utf8))
-        let response = try await send(.get, key: nil, query: query, operation: "listing the bucket")
+        // At start-up: a store that does not answer in this time fails the run now, not after every retry's timeout.
+        let response = try await send(
+            .get, key: nil, query: query, operation: "listing the bucket", timeout: Self.startupTimeout)
         guard response.status == 200 else { throw error(response, "listing the bucket") }
     }
 
@@ -244,7 +246,9 @@ public final class S3Client: Sendable {
         while true {
             var query = "list-type=2&prefix=" + SigV4Signer.encode(Array(prefix.utf8))
             if let token { query += "&continuation-token=" + SigV4Signer.encode(Array(token.utf8)) }
-            let response = try await send(.get, key: nil, query: query, operation: "listing the bucket")
+            // At start-up: a store that does not answer in this time fails the run now, not after every retry's timeout.
+        let response = try await send(
+            .get, key: nil, query: query, operation: "listing the bucket", timeout: Self.startupTimeout)
             guard response.status == 200, let xml = S3XML.parse(response.body) else {
                 throw error(response, "listing the bucket")
             }
@@ -291,17 +295,22 @@ public final class S3Client: Sendable {
         return (URL(string: text) ?? endpoint, host, path)
     }
 
+    /// How long the first request of a run (``checkBucket()``) waits for an answer: a store that accepts the
+    /// connection and says nothing (a wrong port, a firewall that drops) fails the run in this time, exit 2.
+    static let startupTimeout: Duration = .seconds(10)
+
     private func send(
-        _ method: HTTPRequest.Method, key: String?, query: String?, operation: String
+        _ method: HTTPRequest.Method, key: String?, query: String?, operation: String, timeout: Duration? = nil
     ) async throws -> HTTPResponse {
-        try await retrying(operation) {
+        try await retrying(operation, retriesTimeouts: timeout == nil) {
             let (url, host, path) = self.address(key: key, query: query)
             let signed = self.signer.sign(
                 method: method.rawValue, host: host, path: path, query: query,
                 headers: ["x-amz-content-sha256": SigV4Signer.emptyPayloadHash],
                 payloadHash: SigV4Signer.emptyPayloadHash, date: self.clock())
             return try await self.transport.send(
-                HTTPRequest(method: method, url: url, headers: signed.headers, acceptsCompression: false))
+                HTTPRequest(
+                    method: method, url: url, headers: signed.headers, timeout: timeout, acceptsCompression: false))
         }
     }
 
@@ -324,7 +333,7 @@ public final class S3Client: Sendable {
 
     /// Runs `attempt` until it gets an answer that is not worth another try, within the download policy.
     private func retrying(
-        _ operation: String, _ attempt: @Sendable () async throws -> HTTPResponse
+        _ operation: String, retriesTimeouts: Bool = true, _ attempt: @Sendable () async throws -> HTTPResponse
     ) async throws -> HTTPResponse {
         let started = ContinuousClock.now
         var failures = 0
@@ -342,7 +351,8 @@ public final class S3Client: Sendable {
                 if error.code == .cancelled || Task.isCancelled { throw CancellationError() }
                 failures += 1
                 wait = policy.delay(attempt: failures, retryAfter: nil)
-                guard DownloadPolicy.isRetryable(error), failures <= policy.retries,
+                guard DownloadPolicy.isRetryable(error), retriesTimeouts || error.code != .timedOut,
+                    failures <= policy.retries,
                     ContinuousClock.now - started + wait <= policy.retryBudget
                 else {
                     if error.code == .connectionFailed || error.code == .timedOut {

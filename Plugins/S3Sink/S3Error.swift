@@ -55,10 +55,14 @@ public struct S3Error: Error, Sendable, CustomStringConvertible {
     public var isExistingObject: Bool { code == .exists }
 
     static func unreachable(_ endpoint: URL, _ error: TransportError) -> S3Error {
-        S3Error(
-            .unreachable,
-            "cannot reach the object store at \(endpoint.absoluteString) (\(error.code)"
-                + (error.detail.map { ": \($0)" } ?? "") + "): check the sink's endpoint, and that the store runs",
+        // A timeout's own text suggests longer timeouts; a store that says nothing at all needs another address.
+        let what = error.code == .timedOut
+            ? "the object store at \(endpoint.absoluteString) did not answer in time ("
+                + (error.detail ?? "timed out")
+            : "cannot reach the object store at \(endpoint.absoluteString) (\(error.code)"
+                + (error.detail.map { ": \($0)" } ?? "")
+        return S3Error(
+            .unreachable, what + "): check the sink's endpoint (the store's S3 address and port), and that the store runs",
             cause: error)
     }
 
@@ -122,6 +126,16 @@ public struct S3Error: Error, Sendable, CustomStringConvertible {
                         + "\(origins["access-key-id"] ?? "the sink") and that they may use bucket \(bucket)")
             }
             if storeCode == nil, response.status == 404, operation.hasPrefix("listing") {
+                // A store answers a missing bucket with NoSuchBucket; a bare 404 (an empty one may be a HEAD's, a
+                // page is a web server's) may also be an endpoint that is no S3 API at all.
+                guard response.body.isEmpty else {
+                    // Not NoSuchBucket: creating a bucket at an address that is not a store would not help.
+                    return S3Error(
+                        .answer(status: 404, code: nil),
+                        "\(endpoint) answered \(operation) with HTTP 404 and a page that is no S3 error: check that the "
+                            + "sink's endpoint is the store's S3 address and port; if it is, create bucket \(bucket) or "
+                            + "set create-bucket: true in the sink")
+                }
                 return S3Error(
                     .noSuchBucket,
                     "bucket \(bucket) does not exist at \(endpoint) (HTTP 404): create it, or set create-bucket: true "

@@ -64,7 +64,7 @@ final class ResettingProxy: Sendable {
         close(listener)
     }
 
-    private static func loopback(_ port: UInt16) -> sockaddr_in {
+    static func loopback(_ port: UInt16) -> sockaddr_in {
         var address = sockaddr_in()
         address.sin_family = sa_family_t(AF_INET)
         address.sin_port = port.bigEndian
@@ -170,4 +170,32 @@ final class ResettingProxy: Sendable {
             return true
         }
     }
+}
+
+/// A port on loopback that takes connections (the kernel completes them) and never answers: a store behind a
+/// wrong port, a proxy that hangs.
+final class SilentListener: Sendable {
+    let port: UInt16
+    private let listener: Int32
+
+    init() throws {
+        let socketFD = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        var address = ResettingProxy.loopback(0)
+        let bound = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                bind(socketFD, $0, socklen_t(MemoryLayout<sockaddr_in>.size))
+            }
+        }
+        guard socketFD >= 0, bound == 0, listen(socketFD, 64) == 0 else { throw SeaweedError("silent: cannot listen") }
+        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+        _ = withUnsafeMutablePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(socketFD, $0, &length) }
+        }
+        listener = socketFD
+        port = UInt16(bigEndian: address.sin_port)
+    }
+
+    var baseURL: URL { URL(string: "http://127.0.0.1:\(port)")! }
+
+    deinit { close(listener) }
 }

@@ -218,6 +218,8 @@ extension SeaweedFSTests {
                 let (good, transport) = try store.sink(try store.configuration(bucket: bucket))
                 defer { Task { await transport.shutdown() } }
                 try await good.prepare()
+                let silent = try SilentListener()
+                let web = try MockCatalogServer()
                 let wrongSecret = "wrong-secret-that-must-not-show"
                 let cases: [(String, S3Configuration, @Sendable () -> Date, [String])] = [
                     (
@@ -242,11 +244,23 @@ extension SeaweedFSTests {
                         try store.configuration(bucket: bucket, endpoint: URL(string: "http://127.0.0.1:9")),
                         { Date() }, ["cannot reach the object store at http://127.0.0.1:9"]
                     ),
+                    (
+                        // Fails at start-up's timeout, not after every retry's (it took two minutes).
+                        "silent", try store.configuration(bucket: bucket, endpoint: silent.baseURL), { Date() },
+                        ["did not answer in time", "timed out after", "S3 address and port"]
+                    ),
+                    (
+                        "not an S3 API", try store.configuration(bucket: bucket, endpoint: web.baseURL), { Date() },
+                        ["HTTP 404 and a page that is no S3 error", "S3 address and port"]
+                    ),
                 ]
                 for (name, configuration, clock, words) in cases {
                     let policy = DownloadPolicy(retries: 1, retryBase: .milliseconds(10))
                     let (sink, other) = try store.sink(configuration, policy: policy, clock: clock)
+                    let started = ContinuousClock.now
                     let error = await #expect(throws: (any Error).self, "\(name)") { try await sink.prepare() }
+                    // One start-up timeout and no retry of it (the transport ends an idle try after 30 s).
+                    #expect(ContinuousClock.now - started < .seconds(20), "\(name)")
                     let text = error.map { String(describing: $0) } ?? ""
                     for word in words { #expect(text.contains(word), "\(name): \(text)") }
                     #expect(
