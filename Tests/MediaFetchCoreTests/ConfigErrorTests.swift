@@ -81,6 +81,7 @@ struct ConfigErrorTests {
         ("delay: 99999999999h", 10, #"duration "99999999999h" is too long; at most 1000000000 seconds"#),
         ("countries: {a: b}", 14, "expected list of strings, got a mapping"),
         ("term: {a: b}", 9, "expected string, got a mapping"),
+        ("term:", 8, #"expected string, got nothing (for an empty one, write "")"#),
         (
             "endpoint: ftp://example.com/x", 13,
             #"expected an absolute http or https URL with a host, got "ftp://example.com/x"; "#

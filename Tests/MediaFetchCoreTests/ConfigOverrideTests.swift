@@ -58,6 +58,9 @@ struct ConfigOverrideTests {
         let spec = try F.load(Self.base, overrides: ["source.term=${Q}", "source.label=''"], environment: ["Q": "q"])
         #expect(spec.source.options.values["term"] == .string("q"))
         #expect(spec.source.options.values["label"] == .string(""))
+        // Left empty, a string option is YAML's null; the error says how to write the empty string.
+        let empty = try #require(F.error(Self.base, overrides: ["source.term="]))
+        #expect(empty.message == #"expected string, got nothing (for an empty one, --set 'source.term=""', quoted for the shell)"#)
     }
 
     @Test func badOverriddenValuePointsIntoTheArgument() throws {

@@ -95,7 +95,10 @@ struct OptionConverter: Sendable {
 
     func text(_ node: YAMLNode, expected: String, key: String) throws(ConfigError) -> String {
         guard let raw = node.wordText, !node.isNull else {
-            throw ConfigError("expected \(expected), got \(node.summary)", at: node.location, key: key)
+            // `key:` or `--set key=` left empty is YAML's null; an empty string is written `""`.
+            let quoted = node.origin == .override ? "--set '\(key)=\"\"', quoted for the shell" : "write \"\""
+            let empty = node.isNull && expected == OptionType.string.description ? " (for an empty one, \(quoted))" : ""
+            throw ConfigError("expected \(expected), got \(node.summary)\(empty)", at: node.location, key: key)
         }
         return try interpolator.interpolate(raw, at: node.location, key: key)
     }
