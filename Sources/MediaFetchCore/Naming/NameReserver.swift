@@ -45,9 +45,10 @@ public struct NameReserver: Sendable {
     /// The numbering itself, over any table of taken names (in memory here, in the ledger for a
     /// ``PathReserver`` kept there): the same answers from the same calls, whatever holds the names.
     ///
-    /// `occupied` is asked about a file name no earlier reservation took (the spelled path, its key): true when
-    /// something that is not this item's is at that path on disk, which is then taken and numbered around, unless
-    /// the table says the item being planned holds the name (``NameTable/isHeldByPlanningItem(_:)``).
+    /// `occupied` is asked about a file name no earlier reservation took (its components as spelled): true when
+    /// something that is not this item's is at that path on disk. The name is then skipped, unless the table says
+    /// the item being planned holds it (``NameTable/isHeldByPlanningItem(_:)``), but not taken: the item whose file
+    /// it is may come later in the run and get it back.
     static func reserve<Table: NameTable>(
         _ components: [String], in table: inout Table, maxBytes: Int,
         occupied: ((_ path: [String]) -> Bool)? = nil
