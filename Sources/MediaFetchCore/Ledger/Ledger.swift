@@ -403,6 +403,14 @@ public final class Ledger: Sendable {
     /// nil when neither (or the file is `owner`'s own). Only committed rows are looked at: what this run stores has
     /// its names among its run keys already.
     public func storedName(_ key: String, except owner: LedgerKey?) throws -> TakenName? {
+        var heldByOwner = false
+        return try storedName(key, except: owner, heldByOwner: &heldByOwner)
+    }
+
+    /// ``storedName(_:except:)``, which also says whether the nil it answers is `owner`'s own stored file (the
+    /// naming of a re-run then asks the disk nothing about it).
+    package func storedName(_ key: String, except owner: LedgerKey?, heldByOwner: inout Bool) throws -> TakenName? {
+        heldByOwner = false
         if namesOnDisk.withLock({ $0 }) == false { return nil }
         return try database.withLock { database in
             try database.beginSharedRead()
@@ -421,7 +429,10 @@ public final class Ledger: Sendable {
                 return !zip(holder, ownerValues).allSatisfy { $0.utf8.elementsEqual($1.utf8) }
             }
             if others { return TakenName(directory: nil) }
-            if !holders.isEmpty { return nil }
+            if !holders.isEmpty {
+                heldByOwner = true
+                return nil
+            }
             // A stored file below the key: the keys of the names under it run from `key/` to just before `key0`.
             let below = try database.cached(
                 "SELECT planned_path FROM items WHERE name_key > ? AND name_key < ? LIMIT 1"

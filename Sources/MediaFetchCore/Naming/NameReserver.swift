@@ -89,7 +89,8 @@ public struct NameReserver: Sendable {
         while true {
             if try table.lookup(key) == nil {
                 result.append(chosen)
-                guard let occupied, occupied(result), try !table.isHeldByPlanningItem(key) else { break }
+                // The ledger's word first: a re-run's stored files are then not looked at on disk.
+                guard let occupied, try !table.isHeldByPlanningItem(key), occupied(result) else { break }
                 result.removeLast()
             }
             chosen = SafeName.numbered(fileName, number, keepingExtension: true, maxBytes: maxBytes)

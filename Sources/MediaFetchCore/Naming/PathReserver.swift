@@ -96,10 +96,25 @@ struct LedgerNameTable: NameTable, Sendable {
     typealias Failure = any Error
     static let scope = "names"
     let ledger: any RunLedger
+    /// The key the last lookup found to be the planned item's own stored file (SQLite's ledger says so).
+    private var heldByPlanning: String?
 
-    func lookup(_ key: String) throws -> TakenName? {
+    init(ledger: any RunLedger) {
+        self.ledger = ledger
+    }
+
+    mutating func lookup(_ key: String) throws -> TakenName? {
+        heldByPlanning = nil
         if let taken = try ledger.runKey(scope: Self.scope, key: key) { return TakenName(directory: taken) }
-        guard let stored = try ledger.storedName(key, except: PathReserver.planning) else { return nil }
+        let found: TakenName?
+        if let sqlite = ledger as? Ledger {
+            var held = false
+            found = try sqlite.storedName(key, except: PathReserver.planning, heldByOwner: &held)
+            if held { heldByPlanning = key }
+        } else {
+            found = try ledger.storedName(key, except: PathReserver.planning)
+        }
+        guard let stored = found else { return nil }
         // A stored file's directory is this run's from now on (later lookups find it among the run keys); a stored
         // file is not, since its own item may still come and must find it free.
         if let spelling = stored.directory { ledger.takeRunKey(scope: Self.scope, key: key, value: spelling) }
@@ -110,9 +125,11 @@ struct LedgerNameTable: NameTable, Sendable {
         ledger.takeRunKey(scope: Self.scope, key: key, value: directory)
     }
 
-    /// Asked only of a key ``lookup(_:)`` found free for the planned item: no run key and no other item's file has
-    /// it, and no stored file lies below it, so a stored file that holds it is the planned item's.
+    /// Asked only of the key ``lookup(_:)`` has just found free for the planned item: no run key and no other item's
+    /// file has it, and no stored file lies below it, so a stored file that holds it is the planned item's. SQLite's
+    /// ledger said so in that lookup; another ledger is asked.
     func isHeldByPlanningItem(_ key: String) throws -> Bool {
-        try ledger.storedName(key, except: nil) != nil
+        if ledger is Ledger { return heldByPlanning == key }
+        return try ledger.storedName(key, except: nil) != nil
     }
 }
