@@ -27,20 +27,7 @@ final class ResettingProxy: Sendable {
     init(upstreamPort: UInt16, resetAfter: Int64) throws {
         upstream = upstreamPort
         self.resetAfter = resetAfter
-        let socketFD = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        var address = Self.loopback(0)
-        let bound = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
-                bind(socketFD, $0, socklen_t(MemoryLayout<sockaddr_in>.size))
-            }
-        }
-        guard socketFD >= 0, bound == 0, listen(socketFD, 64) == 0 else { throw SeaweedError("proxy: cannot listen") }
-        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
-        _ = withUnsafeMutablePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(socketFD, $0, &length) }
-        }
-        listener = socketFD
-        port = UInt16(bigEndian: address.sin_port)
+        (listener, port) = try Self.listenOnLoopback("proxy")
         threads.enter()
         Thread { [self] in
             acceptLoop()
@@ -64,7 +51,24 @@ final class ResettingProxy: Sendable {
         close(listener)
     }
 
-    static func loopback(_ port: UInt16) -> sockaddr_in {
+    /// A socket listening on a free port of 127.0.0.1, and that port.
+    static func listenOnLoopback(_ what: String) throws -> (Int32, UInt16) {
+        let socketFD = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        var address = loopback(0)
+        let bound = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                bind(socketFD, $0, socklen_t(MemoryLayout<sockaddr_in>.size))
+            }
+        }
+        guard socketFD >= 0, bound == 0, listen(socketFD, 64) == 0 else { throw SeaweedError("\(what): cannot listen") }
+        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+        _ = withUnsafeMutablePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(socketFD, $0, &length) }
+        }
+        return (socketFD, UInt16(bigEndian: address.sin_port))
+    }
+
+    private static func loopback(_ port: UInt16) -> sockaddr_in {
         var address = sockaddr_in()
         address.sin_family = sa_family_t(AF_INET)
         address.sin_port = port.bigEndian
@@ -179,20 +183,7 @@ final class SilentListener: Sendable {
     private let listener: Int32
 
     init() throws {
-        let socketFD = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        var address = ResettingProxy.loopback(0)
-        let bound = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
-                bind(socketFD, $0, socklen_t(MemoryLayout<sockaddr_in>.size))
-            }
-        }
-        guard socketFD >= 0, bound == 0, listen(socketFD, 64) == 0 else { throw SeaweedError("silent: cannot listen") }
-        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
-        _ = withUnsafeMutablePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(socketFD, $0, &length) }
-        }
-        listener = socketFD
-        port = UInt16(bigEndian: address.sin_port)
+        (listener, port) = try ResettingProxy.listenOnLoopback("silent listener")
     }
 
     var baseURL: URL { URL(string: "http://127.0.0.1:\(port)")! }
