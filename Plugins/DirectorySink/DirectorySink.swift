@@ -184,8 +184,14 @@ public final class DirectorySink: Sink {
     /// (`preview:1440857781`; an id longer than 200 bytes by its SHA-256). A run into a folder that held files
     /// before numbers around every file that is not the planned item's own, by this mark or by the ledger: a file
     /// a person put there, or another item's from a run whose ledger is gone, is never replaced. A file the run
-    /// before put in place and was killed before recording keeps its name for its item. Where the filesystem
-    /// keeps no such attributes, an unrecorded file is numbered around too (the item is then stored beside it).
+    /// before put in place and was killed before recording keeps its name for its item. The ledger's word comes
+    /// first: a name its row says the item stored (by name, or by location for rows without one) is the item's.
+    ///
+    /// What it does not tell: the source (two sources whose items share an id, into one folder without their
+    /// ledgers, take each other's files for their own); a file someone put in place of one the ledger says the item
+    /// stored (it is fetched again over it when it differs). Where the filesystem keeps no user attributes (some
+    /// FUSE and NFS mounts, tmpfs before Linux 6.6, also as the staging folder of a copy), an unrecorded file is
+    /// numbered around too: a killed run's last file is then stored again beside itself.
     public static let ownerAttribute = "user.mediafetch.item"
 
     /// The value of ``ownerAttribute`` for an item's asset.
@@ -218,16 +224,17 @@ public final class DirectorySink: Sink {
 
     /// Whether something is at `components` below the root that is not the file the item marked `mark` stored:
     /// a file without that mark (or with another item's), a folder, a link. Only read, never followed into.
+    /// Only what is there counts: a path that cannot be looked at (a folder on it that cannot be searched, a file
+    /// where a folder should be) is left to the store, which reports it, so the numbering always ends.
     private func holdsAnotherFile(_ components: [String], mark: [UInt8]) -> Bool {
         var path = rootPath.hasSuffix("/") ? rootPath : rootPath + "/"
         path += components.joined(separator: "/")
+        var info = stat()
+        guard lstat(path, &info) == 0 else { return false }
         var value = [UInt8](repeating: 0, count: mark.count + 1)
         let length = value.withUnsafeMutableBytes { lgetxattr(path, Self.ownerAttribute, $0.baseAddress, $0.count) }
-        if length < 0 {
-            let code = errno
-            // Nothing there (or a file where a folder of the path should be: its store reports that).
-            return !(code == ENOENT || code == ENOTDIR || code == ENAMETOOLONG)
-        }
+        // No mark (or none possible, or a longer one): not this item's.
+        guard length >= 0 else { return true }
         return !(length == mark.count && value.prefix(length).elementsEqual(mark))
     }
 
@@ -243,7 +250,7 @@ public final class DirectorySink: Sink {
         // Marked before it gets its name, so the name is never without the mark. A filesystem that keeps no
         // user attributes refuses it: its runs then number around what they did not record (see ownerAttribute).
         let mark = Self.ownerMark(of: plan.item.id, asset: plan.asset)
-        _ = mark.withUnsafeBytes { setxattr(staged, Self.ownerAttribute, $0.baseAddress, $0.count, 0) }
+        _ = mark.withUnsafeBytes { lsetxattr(staged, Self.ownerAttribute, $0.baseAddress, $0.count, 0) }
         let flush = sync ? try groupFlush(covering: staged) : nil
         let root = try rootFolder(placement)
         do {

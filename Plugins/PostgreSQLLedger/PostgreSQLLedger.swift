@@ -95,8 +95,9 @@ public final class PostgreSQLLedger: Sendable {
     ///   redacted.
     ///   - worker: this worker's id in a shared run; nil for host:pid.
     ///   - lease: how long a claim lasts without a heartbeat.
-    ///   - batchSize: queued writes that make a batch due (or `batchAge` since the last): four times SQLite's, since
-    ///     a batch is a round trip and a download that spans two batches costs three statements instead of one.
+    ///   - batchSize: queued writes that make a batch due (or `batchAge` since the last): a batch is a round trip,
+    ///     and a download that spans two batches costs three statements instead of one. (SQLite's batches are
+    ///     larger, 2,048, for the WAL pages each one writes.)
     ///   - batchAge: how old a batch may grow before it is due.
     ///   - plannerKeys: the folder where this worker keeps the run's keys (planned names, ids seen) while it plans;
     ///     the run's state directory has one (`planner-keys`). Default: a temporary folder, removed with the ledger.

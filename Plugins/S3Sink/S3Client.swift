@@ -246,9 +246,7 @@ public final class S3Client: Sendable {
         while true {
             var query = "list-type=2&prefix=" + SigV4Signer.encode(Array(prefix.utf8))
             if let token { query += "&continuation-token=" + SigV4Signer.encode(Array(token.utf8)) }
-            // At start-up: a store that does not answer in this time fails the run now, not after every retry's timeout.
-        let response = try await send(
-            .get, key: nil, query: query, operation: "listing the bucket", timeout: Self.startupTimeout)
+            let response = try await send(.get, key: nil, query: query, operation: "listing the bucket")
             guard response.status == 200, let xml = S3XML.parse(response.body) else {
                 throw error(response, "listing the bucket")
             }

@@ -133,8 +133,7 @@ public struct S3Error: Error, Sendable, CustomStringConvertible {
                     return S3Error(
                         .answer(status: 404, code: nil),
                         "\(endpoint) answered \(operation) with HTTP 404 and a page that is no S3 error: check that the "
-                            + "sink's endpoint is the store's S3 address and port; if it is, create bucket \(bucket) or "
-                            + "set create-bucket: true in the sink")
+                            + "sink's endpoint is the store's S3 address and port (bucket \(bucket))")
                 }
                 return S3Error(
                     .noSuchBucket,

@@ -98,6 +98,42 @@ struct FilesBeforeTheRunTests {
         #expect(try fixture.tree(fixture.root) == tree)
     }
 
+    /// A ledger row from before names were kept (schema 7), or from a ledger that keeps none (PostgreSQL), beside
+    /// a file without a mark: the row's location says whose it is, so the item keeps it and nothing is fetched.
+    @Test func aStoredRowWithoutANameStillOwnsItsFile() async throws {
+        let fixture = try Fixture()
+        let state = fixture.base.appendingPathComponent("state")
+        let file = fixture.url("Dup/Same Title.m4a")
+        try FileManager.default.createDirectory(at: file.deletingLastPathComponent(), withIntermediateDirectories: true)
+        try Self.bytes("1").write(to: file)
+        do {
+            let ledger = try Ledger(directory: state)
+            let key = LedgerKey(source: "list", itemID: "1", asset: .preview)
+            ledger.begin(key, title: "Same Title", url: URL(fileURLWithPath: "/1/preview.m4a"))
+            // Stored without a planned path: the row holds no name, as rows from before schema 7 do.
+            ledger.stored(
+                key, StoredRecord(location: "Dup/Same Title.m4a", size: Int64(Self.bytes("1").count), sha256: nil))
+            try ledger.flush()
+        }
+        let run = try await Self.run(["2", "1"], fixture, state: state)
+        #expect(run.fetched == ["2"] && run.summary.alreadyStored == 1, "\(run.fetched) \(run.summary) \((try? fixture.tree(fixture.root))?.keys.sorted() ?? [])")
+        #expect(
+            try fixture.tree(fixture.root) == [
+                "Dup/Same Title.m4a": Self.bytes("1"), "Dup/Same Title (2).m4a": Self.bytes("2"),
+            ])
+    }
+
+    /// A path that cannot be looked at (a link looping on itself where a folder should be) is no name held on
+    /// disk: planning ends (it once numbered for ever), and the store reports the link.
+    @Test func aPathThatCannotBeLookedAtEndsThePlanning() async throws {
+        let fixture = try Fixture()
+        try FileManager.default.createDirectory(at: fixture.root, withIntermediateDirectories: true)
+        try FileManager.default.createSymbolicLink(
+            atPath: fixture.url("Dup").path, withDestinationPath: fixture.url("Dup").path)
+        let run = try await Self.run(["1"], fixture, state: fixture.base.appendingPathComponent("state"))
+        #expect(run.summary.failed == 1 && run.summary.stored == 0)
+    }
+
     /// A file a killed run put in place but did not record: the next run's item finds its own mark and stores under
     /// the same name, so no item is ever stored twice.
     @Test func aFileAKilledRunDidNotRecordKeepsItsNameForItsItem() async throws {

@@ -90,7 +90,7 @@ public struct NameReserver: Sendable {
             if try table.lookup(key) == nil {
                 result.append(chosen)
                 // The ledger's word first: a re-run's stored files are then not looked at on disk.
-                guard let occupied, try !table.isHeldByPlanningItem(key), occupied(result) else { break }
+                guard let occupied, try !table.isHeldByPlanningItem(key, path: result), occupied(result) else { break }
                 result.removeLast()
             }
             chosen = SafeName.numbered(fileName, number, keepingExtension: true, maxBytes: maxBytes)
@@ -122,13 +122,14 @@ protocol NameTable {
     /// Takes `key` for a file (`directory` nil) or for the directory spelled `directory`; a key taken by a file
     /// before may become a way into a directory (a wanted directory name that a file had, numbered).
     mutating func take(_ key: String, directory: String?) throws(Failure)
-    /// Whether the item being planned (``PathReserver/planning``) stored its file under `key` in an earlier run, as
-    /// far as the table knows (a key ``lookup(_:)`` found free): a file there on disk is then its own.
-    func isHeldByPlanningItem(_ key: String) throws(Failure) -> Bool
+    /// Whether the item being planned (``PathReserver/planning``) stored its file under `key` (spelled `path`) in an
+    /// earlier run, as far as the table knows (a key ``lookup(_:)`` has just found free): a file there on disk is
+    /// then its own.
+    func isHeldByPlanningItem(_ key: String, path: [String]) throws(Failure) -> Bool
 }
 
 extension NameTable {
-    func isHeldByPlanningItem(_ key: String) throws(Failure) -> Bool { false }
+    func isHeldByPlanningItem(_ key: String, path: [String]) throws(Failure) -> Bool { false }
 }
 
 /// The names in memory: what a ``NameReserver`` holds.

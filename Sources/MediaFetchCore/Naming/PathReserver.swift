@@ -127,9 +127,13 @@ struct LedgerNameTable: NameTable, Sendable {
 
     /// Asked only of the key ``lookup(_:)`` has just found free for the planned item: no run key and no other item's
     /// file has it, and no stored file lies below it, so a stored file that holds it is the planned item's. SQLite's
-    /// ledger said so in that lookup; another ledger is asked.
-    func isHeldByPlanningItem(_ key: String) throws -> Bool {
-        if ledger is Ledger { return heldByPlanning == key }
-        return try ledger.storedName(key, except: nil) != nil
+    /// ledger said so in that lookup. Otherwise the item's own entry tells: a row stored before names were kept
+    /// (schema 7), or a ledger that keeps none (PostgreSQL), still says where the item's file is.
+    func isHeldByPlanningItem(_ key: String, path: [String]) throws -> Bool {
+        if heldByPlanning == key { return true }
+        guard let owner = PathReserver.planning, let entry = try ledger.committedEntry(owner),
+            entry.status == .stored, let location = entry.location
+        else { return false }
+        return location.utf8.elementsEqual(path.joined(separator: "/").utf8)
     }
 }

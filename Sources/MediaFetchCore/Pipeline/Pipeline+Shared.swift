@@ -167,7 +167,10 @@ extension Pipeline {
                         let key = LedgerKey(source: sourceName, itemID: item.id, asset: asset)
                         let plan: StoragePlan
                         do {
-                            plan = try await sink.plan(item, asset: asset)
+                            // As in a run of one: the item's own stored file keeps its name for it.
+                            plan = try await PathReserver.$planning.withValue(key) {
+                                try await sink.plan(item, asset: asset)
+                            }
                         } catch {
                             run.report(.failed(item.ref, url: url, reason: String(describing: error)))
                             continue
