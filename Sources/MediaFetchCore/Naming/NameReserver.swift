@@ -47,7 +47,7 @@ public struct NameReserver: Sendable {
     ///
     /// `occupied` is asked about a file name no earlier reservation took (its components as spelled): true when
     /// something that is not this item's is at that path on disk. The name is then skipped, unless the table says
-    /// the item being planned holds it (``NameTable/isHeldByPlanningItem(_:)``), but not taken: the item whose file
+    /// the item being planned holds it (``NameTable/isHeldByPlanningItem(_:path:)``), but not taken: the item whose file
     /// it is may come later in the run and get it back.
     static func reserve<Table: NameTable>(
         _ components: [String], in table: inout Table, maxBytes: Int,
