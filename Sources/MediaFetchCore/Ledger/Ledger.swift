@@ -165,6 +165,7 @@ public final class Ledger: Sendable {
     /// Opens (creating, migrating) the ledger in `directory`.
     ///
     /// - Parameters:
+    ///   - directory: the state folder; the ledger is `ledger.sqlite` in it (created when missing).
     ///   - batchSize: queued writes that make a batch due (an item makes about four). Each batch writes every page
     ///     its rows touch to the WAL once, so a small batch writes the same pages again and again: 256 wrote two
     ///     4 KiB pages an item on 20,000 small files, 2,048 less than half a page, for about 3.5 MiB more queued.
