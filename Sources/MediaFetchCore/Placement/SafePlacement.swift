@@ -353,16 +353,11 @@ public struct SafePlacement: Sendable {
         let length = names.withUnsafeMutableBytes { flistxattr(source, $0.baseAddress, $0.count) }
         guard length > 0 else { return }
         var value = [UInt8](repeating: 0, count: 1 << 16)
-        for name in names.prefix(length).split(separator: 0) where name.starts(with: "user.".utf8) {
-            let terminated = Array(name) + [0]
-            terminated.withUnsafeBufferPointer { name in
-                name.withMemoryRebound(to: CChar.self) { name in
-                    guard let name = name.baseAddress else { return }
-                    value.withUnsafeMutableBytes { value in
-                        let size = fgetxattr(source, name, value.baseAddress, value.count)
-                        if size >= 0 { _ = fsetxattr(target, name, value.baseAddress, size, 0) }
-                    }
-                }
+        for bytes in names.prefix(length).split(separator: 0) where bytes.starts(with: "user.".utf8) {
+            let name = String(decoding: bytes, as: UTF8.self)
+            value.withUnsafeMutableBytes { value in
+                let size = fgetxattr(source, name, value.baseAddress, value.count)
+                if size >= 0 { _ = fsetxattr(target, name, value.baseAddress, size, 0) }
             }
         }
     }
