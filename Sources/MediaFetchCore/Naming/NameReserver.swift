@@ -125,11 +125,11 @@ protocol NameTable {
     /// Whether the item being planned (``PathReserver/planning``) stored its file under `key` (spelled `path`) in an
     /// earlier run, as far as the table knows (a key ``lookup(_:)`` has just found free): a file there on disk is
     /// then its own.
-    func isHeldByPlanningItem(_ key: String, path: [String]) throws(Failure) -> Bool
+    mutating func isHeldByPlanningItem(_ key: String, path: [String]) throws(Failure) -> Bool
 }
 
 extension NameTable {
-    func isHeldByPlanningItem(_ key: String, path: [String]) throws(Failure) -> Bool { false }
+    mutating func isHeldByPlanningItem(_ key: String, path: [String]) throws(Failure) -> Bool { false }
 }
 
 /// The names in memory: what a ``NameReserver`` holds.

@@ -98,6 +98,9 @@ struct LedgerNameTable: NameTable, Sendable {
     let ledger: any RunLedger
     /// The key the last lookup found to be the planned item's own stored file (SQLite's ledger says so).
     private var heldByPlanning: String?
+    /// Where the planned item's stored row says its file is, read once a reservation (each works on its own copy
+    /// of the table), when a name on disk is not known otherwise.
+    private var plannedLocation: String??
 
     init(ledger: any RunLedger) {
         self.ledger = ledger
@@ -129,11 +132,13 @@ struct LedgerNameTable: NameTable, Sendable {
     /// file has it, and no stored file lies below it, so a stored file that holds it is the planned item's. SQLite's
     /// ledger said so in that lookup. Otherwise the item's own entry tells: a row stored before names were kept
     /// (schema 7), or a ledger that keeps none (PostgreSQL), still says where the item's file is.
-    func isHeldByPlanningItem(_ key: String, path: [String]) throws -> Bool {
+    mutating func isHeldByPlanningItem(_ key: String, path: [String]) throws -> Bool {
         if heldByPlanning == key { return true }
-        guard let owner = PathReserver.planning, let entry = try ledger.committedEntry(owner),
-            entry.status == .stored, let location = entry.location
-        else { return false }
+        if plannedLocation == nil {
+            let entry = try PathReserver.planning.flatMap { try ledger.committedEntry($0) }
+            plannedLocation = .some(entry?.status == .stored ? entry?.location : nil)
+        }
+        guard let location = plannedLocation ?? nil else { return false }
         return location.utf8.elementsEqual(path.joined(separator: "/").utf8)
     }
 }
