@@ -3,7 +3,8 @@
 # from a loopback nginx into a bucket of a loopback SeaweedFS, with
 #   mediafetch run (urls source, curl transport, s3 sink), and
 #   curl -Z into a folder, followed by rclone copy of that folder into the same kind of bucket (one command).
-# Prints wall time, throughput and peak memory (/usr/bin/time %e %M) of each, and the ratio to the peer pair.
+# Prints wall time, throughput and peak memory (/usr/bin/time %e %M) of each, and the ratio to the peer pair; then
+# the pair's upload alone (rclone copy's span) beside mediafetch's whole run, download included.
 #
 #   Benchmarks/s3.sh                    # 2,000 files + one 512 MiB file, median of 3 rounds
 #   N=200 RUNS=1 Benchmarks/s3.sh       # quicker
@@ -121,10 +122,13 @@ YAML
         curl+rclone)
             awk '{ n = split($0, p, "/"); printf "url = \"%s\"\noutput = \"%s\"\n", $0, p[n] }' "$list" > "$list.curl"
             "$RCLONE" mkdir "store:$bucket"
+            # The moment between the two is noted, so that rclone's upload can be told from curl's download.
             command=(sh -c 'cd "$1" && curl -s -S --noproxy "*" -Z --parallel-max "$2" --config "$3" &&
-                "$4" copy --transfers "$2" "$1" "store:$5"' sh "$folder" "$CONCURRENCY" "$list.curl" "$RCLONE" "$bucket") ;;
+                date +%s.%N > "$6" && "$4" copy --transfers "$2" "$1" "store:$5" && date +%s.%N >> "$6"' \
+                sh "$folder" "$CONCURRENCY" "$list.curl" "$RCLONE" "$bucket" "$WORK/phases.txt") ;;
     esac
     local status=0 store_before store_after
+    rm -f "$WORK/phases.txt"
     store_before=$(cpu_seconds "$WEED_PID")
     /usr/bin/time -f "%e %M %U %S" -o "$WORK/time.txt" "${command[@]}" > "$WORK/$tool.log" 2>&1 || status=$?
     store_after=$(cpu_seconds "$WEED_PID")
@@ -135,11 +139,14 @@ YAML
     if [[ $status -ne 0 || "$got" != "$(wc -l < "$list") $(expected_bytes "$list")" ]]; then
         echo "  $tool failed (exit $status, objects and bytes: $got); its log:" >&2
         tail -5 "$WORK/$tool.log" >&2
-        echo "FAIL FAIL FAIL FAIL"
+        echo "FAIL FAIL FAIL FAIL FAIL"
     else
-        # wall, peak KiB, the tool's CPU seconds (user + system), the store's CPU seconds over the same span
-        awk -v s="$store_before" -v e="$store_after" '{ printf "%s %s %.2f %.2f\n", $1, $2, $3 + $4, e - s }' \
-            "$WORK/time.txt"
+        # wall, peak KiB, the tool's CPU seconds (user + system), the store's CPU seconds over the same span, and
+        # for the pair the seconds of its upload alone (rclone copy; "-" for mediafetch, whose two overlap)
+        local upload=-
+        [[ -s "$WORK/phases.txt" ]] && upload=$(awk 'NR == 1 { m = $1 } NR == 2 { printf "%.2f", $1 - m }' "$WORK/phases.txt")
+        awk -v s="$store_before" -v e="$store_after" -v u="$upload" \
+            '{ printf "%s %s %.2f %.2f %s\n", $1, $2, $3 + $4, e - s, u }' "$WORK/time.txt"
     fi
 }
 
@@ -153,15 +160,16 @@ median() { sort -n | awk '$1 == "FAIL" { f = 1 } { v[NR] = $1 } END { if (NR == 
 table() { # TITLE LIST
     local title=$1 list=$2 bytes
     bytes=$(expected_bytes "$list")
-    declare -A walls=() rss=() cpus=() stores=()
+    declare -A walls=() rss=() cpus=() stores=() uploads=()
     for round in $(seq "$RUNS"); do
         ROUND=$round
         for tool in curl+rclone mediafetch; do
-            read -r wall kb cpu store < <(run_one "$tool" "$list")
+            read -r wall kb cpu store upload < <(run_one "$tool" "$list")
             walls[$tool]+="$wall "
             rss[$tool]+="$kb "
             cpus[$tool]+="$cpu "
             stores[$tool]+="$store "
+            uploads[$tool]+="$upload "
         done
     done
     echo
@@ -189,6 +197,16 @@ table() { # TITLE LIST
         printf '| %-44s | %9s | %7s | %14s | %13s | %9s | %11s |\n' "$label" "$wall" "$rate" "$peak" "$ratio" "$cpu" \
             "$store"
     done
+    # The upload alone: rclone's copy against mediafetch's whole run (its download and upload overlap, so the
+    # whole run is the only span to take; that counts its download against it).
+    local upload ours
+    upload=$(printf '%s\n' ${uploads[curl+rclone]} | median)
+    ours=$(printf '%s\n' ${walls[mediafetch]} | median)
+    if [[ $upload != FAIL && $upload != - && $ours != FAIL ]]; then
+        awk -v b="$bytes" -v u="$upload" -v m="$ours" 'BEGIN {
+            printf "Upload alone: rclone copy %.2f s (%.0f MB/s, median); mediafetch download and upload %.2f s (%.0f MB/s): %.2fx rclone'"'"'s upload rate\n",
+                u, b / 1e6 / u, m, b / 1e6 / m, u / m }'
+    fi
 }
 
 echo "mediafetch $("$MEDIAFETCH" --version), $("$RCLONE" version | head -1), SeaweedFS $("$WEED" version 2>&1 | head -1)"
