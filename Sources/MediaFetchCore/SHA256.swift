@@ -27,7 +27,17 @@ public struct SHA256: ~Copyable {
         var digest = [UInt8](repeating: 0, count: Int(EVP_MAX_MD_SIZE))
         var length: UInt32 = 0
         EVP_DigestFinal_ex(context, &digest, &length)
-        return digest.prefix(Int(length)).map { String(format: "%02x", $0) }.joined()
+        // Digit by digit: `String(format:)` a byte went through CoreFoundation's formatter, 32 strings a digest.
+        let count = Int(length)
+        return String(unsafeUninitializedCapacity: count * 2) { text in
+            let digits: StaticString = "0123456789abcdef"
+            let table = UnsafeRawBufferPointer(start: digits.utf8Start, count: 16)
+            for index in 0..<count {
+                text[2 * index] = table[Int(digest[index] >> 4)]
+                text[2 * index + 1] = table[Int(digest[index] & 0x0F)]
+            }
+            return count * 2
+        }
     }
 
     /// The digest of `data`.
