@@ -181,7 +181,8 @@ public final class DirectorySink: Sink {
     }
 
     /// The extended attribute each stored file carries (`user.mediafetch.item`): its asset and item id
-    /// (`preview:1440857781`; an id longer than 200 bytes by its SHA-256). A run into a folder that held files
+    /// (`preview:1440857781`), or, when those take more than ``ownerMarkLimit`` bytes (a URL list's ids are URLs),
+    /// `sha256:` and the first 128 bits of their SHA-256 in hex. A run into a folder that held files
     /// before numbers around every file that is not the planned item's own, by this mark or by the ledger: a file
     /// a person put there, or another item's from a run whose ledger is gone, is never replaced. A file the run
     /// before put in place and was killed before recording keeps its name for its item. The ledger's word comes
@@ -194,10 +195,18 @@ public final class DirectorySink: Sink {
     /// numbered around too: a killed run's last file is then stored again beside itself.
     public static let ownerAttribute = "user.mediafetch.item"
 
-    /// The value of ``ownerAttribute`` for an item's asset.
+    /// The longest mark, in bytes: one that fits in the spare room of ext4's usual 256-byte inode (about 92
+    /// bytes, of which the entry's header and name take 32) is written with the inode. A longer one takes an
+    /// attribute block of its own, shared through a cache whose lookups grow with the count: at 20,000 files
+    /// of a URL list (marks of 55 bytes), setting it was a fifth of the run's CPU.
+    public static let ownerMarkLimit = 48
+
+    /// The value of ``ownerAttribute`` for an item's asset: `asset:id`, or its digest when that is longer than
+    /// ``ownerMarkLimit`` (an asset named `sha256` aside, the two never meet).
     static func ownerMark(of id: String, asset: AssetKind) -> [UInt8] {
-        let name = id.utf8.count > 200 ? "sha256:" + SHA256.hex(of: Data(id.utf8)) : id
-        return Array((asset.rawValue + ":" + name).utf8)
+        let text = asset.rawValue + ":" + id
+        guard text.utf8.count > ownerMarkLimit else { return Array(text.utf8) }
+        return Array(("sha256:" + SHA256.hex(of: Data(text.utf8)).prefix(32)).utf8)
     }
 
     /// Whether the root held anything but dot files when the first item was planned: only then can a name be
