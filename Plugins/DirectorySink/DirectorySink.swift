@@ -166,8 +166,8 @@ public final class DirectorySink: Sink {
         let wanted = layout.render(item, asset: asset)
         let path: String
         if folderHeldFiles() {
-            let mark = Self.ownerMark(of: item.id, asset: asset)
-            path = try names.reserve(wanted, occupied: { self.holdsAnotherFile($0, mark: mark) })
+            let marks = [Self.ownerMark(of: item.id, asset: asset)] + Self.earlierOwnerMark(of: item.id, asset: asset)
+            path = try names.reserve(wanted, occupied: { self.holdsAnotherFile($0, marks: marks) })
                 .joined(separator: "/")
         } else {
             path = try names.reserve(wanted).joined(separator: "/")
@@ -195,10 +195,11 @@ public final class DirectorySink: Sink {
     /// numbered around too: a killed run's last file is then stored again beside itself.
     public static let ownerAttribute = "user.mediafetch.item"
 
-    /// The longest mark, in bytes: one that fits in the spare room of ext4's usual 256-byte inode (about 92
-    /// bytes, of which the entry's header and name take 32) is written with the inode. A longer one takes an
-    /// attribute block of its own, shared through a cache whose lookups grow with the count: at 20,000 files
-    /// of a URL list (marks of 55 bytes), setting it was a fifth of the run's CPU.
+    /// The longest mark, in bytes. ext4's usual 256-byte inode keeps 92 bytes for attributes, and this one's
+    /// entry header, name and the list's end take 36 of them: a value of up to 56 bytes is written with the inode
+    /// when it holds no other attribute (an SELinux label or an ACL takes some of that room). A longer one takes
+    /// an attribute block of its own, 4 KiB, found through a cache whose lookups grow with the count: at 20,000
+    /// files of a URL list (marks of 58 bytes), setting it was a fifth of the run's CPU.
     public static let ownerMarkLimit = 48
 
     /// The value of ``ownerAttribute`` for an item's asset: `asset:id`, or its digest when that is longer than
@@ -207,6 +208,16 @@ public final class DirectorySink: Sink {
         let text = asset.rawValue + ":" + id
         guard text.utf8.count > ownerMarkLimit else { return Array(text.utf8) }
         return Array(("sha256:" + SHA256.hex(of: Data(text.utf8)).prefix(32)).utf8)
+    }
+
+    /// The mark builds of 2 Dec 2026 wrote, where it differs from ``ownerMark(of:asset:)`` (`asset:id` for an id of
+    /// up to 200 bytes, `asset:sha256:` and the id's whole digest for a longer one), so that their files are still
+    /// their items' own.
+    static func earlierOwnerMark(of id: String, asset: AssetKind) -> [[UInt8]] {
+        let text = asset.rawValue + ":" + id
+        guard text.utf8.count > ownerMarkLimit else { return [] }
+        let name = id.utf8.count > 200 ? "sha256:" + SHA256.hex(of: Data(id.utf8)) : id
+        return [Array((asset.rawValue + ":" + name).utf8)]
     }
 
     /// Whether the root held anything but dot files when the first item was planned: only then can a name be
@@ -231,20 +242,21 @@ public final class DirectorySink: Sink {
         }
     }
 
-    /// Whether something is at `components` below the root that is not the file the item marked `mark` stored:
-    /// a file without that mark (or with another item's), a folder, a link. Only read, never followed into.
+    /// Whether something is at `components` below the root that is not the file the item marked with one of
+    /// `marks` stored: a file without such a mark (or with another item's), a folder, a link. Only read, never
+    /// followed into.
     /// Only what is there counts: a path that cannot be looked at (a folder on it that cannot be searched, a file
     /// where a folder should be) is left to the store, which reports it, so the numbering always ends.
-    private func holdsAnotherFile(_ components: [String], mark: [UInt8]) -> Bool {
+    private func holdsAnotherFile(_ components: [String], marks: [[UInt8]]) -> Bool {
         var path = rootPath.hasSuffix("/") ? rootPath : rootPath + "/"
         path += components.joined(separator: "/")
         var info = stat()
         guard lstat(path, &info) == 0 else { return false }
-        var value = [UInt8](repeating: 0, count: mark.count + 1)
+        var value = [UInt8](repeating: 0, count: (marks.map(\.count).max() ?? 0) + 1)
         let length = value.withUnsafeMutableBytes { lgetxattr(path, Self.ownerAttribute, $0.baseAddress, $0.count) }
         // No mark (or none possible, or a longer one): not this item's.
         guard length >= 0 else { return true }
-        return !(length == mark.count && value.prefix(length).elementsEqual(mark))
+        return !marks.contains { $0.count == length && value.prefix(length).elementsEqual($0) }
     }
 
     /// Moves `file` to `plan.relativePath` under ``root`` atomically.

@@ -136,21 +136,46 @@ struct FilesBeforeTheRunTests {
 
     /// A file a killed run put in place but did not record: the next run's item finds its own mark and stores under
     /// the same name, so no item is ever stored twice. An id too long for the mark (a URL list's) is marked by its
-    /// digest, short enough to live in the inode, and found the same way.
-    @Test(arguments: ["1", "long-" + String(repeating: "x", count: 60)])
+    /// digest, short enough to live in the inode, and found the same way. (`preview:` and 40 bytes is the longest
+    /// mark written as it is.)
+    @Test(arguments: [
+        "1", String(repeating: "b", count: 40), String(repeating: "b", count: 41),
+        "long-" + String(repeating: "x", count: 60),
+    ])
     func aFileAKilledRunDidNotRecordKeepsItsNameForItsItem(id: String) async throws {
         let fixture = try Fixture()
         let sink = try fixture.sink("{artist}/{title}.{ext}")
         let plan = try await sink.plan(song(id, title: "Same Title", artist: "Dup"), asset: .preview)
         _ = try await sink.store(try fixture.staged(Self.bytes(id)), as: plan)
         let mark = ownerMark(at: fixture.url(plan.relativePath))
-        if id == "1" {
-            #expect(mark == "preview:1")
+        if id.utf8.count <= 40 {
+            #expect(mark == "preview:" + id)
         } else {
             let digest = SHA256.hex(of: Data("preview:\(id)".utf8))
             #expect(mark == "sha256:" + digest.prefix(32))
             #expect((mark?.utf8.count ?? .max) <= DirectorySink.ownerMarkLimit)
         }
+
+        let run = try await Self.run(["2", id], fixture, state: fixture.base.appendingPathComponent("state"))
+        #expect(run.summary.stored == 2)
+        #expect(
+            try fixture.tree(fixture.root) == [
+                "Dup/Same Title.m4a": Self.bytes(id), "Dup/Same Title (2).m4a": Self.bytes("2"),
+            ])
+    }
+
+    /// The marks of the first builds that wrote them (`asset:id` whatever its length up to 200 bytes of id, then
+    /// `asset:sha256:` and the id's whole digest) still say whose a file is, so an upgrade stores nothing twice.
+    @Test(arguments: [String(repeating: "y", count: 60), String(repeating: "z", count: 201)])
+    func aMarkOfTheEarlierLongerFormIsStillTheItemsOwn(id: String) async throws {
+        let fixture = try Fixture()
+        let sink = try fixture.sink("{artist}/{title}.{ext}")
+        let plan = try await sink.plan(song(id, title: "Same Title", artist: "Dup"), asset: .preview)
+        _ = try await sink.store(try fixture.staged(Self.bytes(id)), as: plan)
+        let earlier = "preview:" + (id.utf8.count > 200 ? "sha256:" + SHA256.hex(of: Data(id.utf8)) : id)
+        let path = fixture.url(plan.relativePath).path
+        #expect(setxattr(path, DirectorySink.ownerAttribute, earlier, earlier.utf8.count, 0) == 0)
+        #expect(ownerMark(at: fixture.url(plan.relativePath)) == earlier)
 
         let run = try await Self.run(["2", id], fixture, state: fixture.base.appendingPathComponent("state"))
         #expect(run.summary.stored == 2)
