@@ -1,5 +1,6 @@
 import CCrypto
 import Foundation
+import MediaFetchCore
 
 /// HMAC-SHA256 and SHA-256 as raw bytes, through libcrypto: what Signature V4 chains its keys with.
 enum HMACSHA256 {
@@ -23,14 +24,5 @@ enum HMACSHA256 {
         authenticate(Array(message.utf8), key: key)
     }
 
-    static func hex(_ bytes: [UInt8]) -> String {
-        let digits = Array("0123456789abcdef".utf8)
-        var text = [UInt8]()
-        text.reserveCapacity(bytes.count * 2)
-        for byte in bytes {
-            text.append(digits[Int(byte >> 4)])
-            text.append(digits[Int(byte & 0x0F)])
-        }
-        return String(decoding: text, as: UTF8.self)
-    }
+    static func hex(_ bytes: [UInt8]) -> String { SHA256.hexDigits(bytes) }
 }
