@@ -32,6 +32,8 @@ final class CurlTransfer: @unchecked Sendable {
     let easy: CurlEasy
     let body: Body
     let maxRedirects: Int
+    /// Where a download's body kept in memory goes (``DownloadRequest/keepInMemory``); nil: always the file.
+    private let arena: BodyArena?
     /// The transport's `max-rate`, which a download's body pays into; nil is unlimited.
     private let limiter: RateLimiter?
     /// Set by the write callback when the limiter asked the transfer to wait: the engine unpauses it then.
@@ -65,8 +67,10 @@ final class CurlTransfer: @unchecked Sendable {
     private let uploadProgress: (@Sendable (Int64) -> Void)?
 
     init(
-        easy: CurlEasy, headerList: CurlHeaderList, body: Body, maxRedirects: Int, limiter: RateLimiter? = nil
+        easy: CurlEasy, headerList: CurlHeaderList, body: Body, maxRedirects: Int, limiter: RateLimiter? = nil,
+        arena: BodyArena? = nil
     ) throws(TransportError) {
+        self.arena = arena
         self.easy = easy
         self.headerList = headerList
         self.body = body
@@ -262,10 +266,17 @@ final class CurlTransfer: @unchecked Sendable {
                 return fail(error)
             }
             restarted = decision.restarts
-            do {
-                file = try DownloadFile(path: request.destinationPath, keeping: decision.base)
-            } catch {
-                return fail(error)
+            if decision.base == 0, status == 200, let expected, let keepInMemory = request.keepInMemory,
+                keepInMemory(expected), let arena,
+                let memory = DownloadFile(path: request.destinationPath, inMemory: expected, from: arena)
+            {
+                file = memory
+            } else {
+                do {
+                    file = try DownloadFile(path: request.destinationPath, keeping: decision.base)
+                } catch {
+                    return fail(error)
+                }
             }
             request.onResponse?(decision.response)
         }
@@ -294,6 +305,7 @@ final class CurlTransfer: @unchecked Sendable {
 
     /// Ends a transfer stopped before libcurl finished it (cancelled, or the transport shut down).
     func complete(stopped error: TransportError) {
+        file?.spill()
         try? file?.close()
         resume(.failure(error))
     }
@@ -302,6 +314,9 @@ final class CurlTransfer: @unchecked Sendable {
         let url = easy.effectiveURL ?? easy.url
         do throws(TransportError) {
             defer { try? file?.close() }
+            // A body kept in memory that did not end well is written out, as a streamed one would have been.
+            var spills = true
+            defer { if spills { file?.spill() } }
             if let failure { throw failure }
             if let shortfall = shortBody(code) {
                 throw TransportError(shortfall, url: url, detail: easy.message(for: code))
@@ -322,6 +337,7 @@ final class CurlTransfer: @unchecked Sendable {
                 reportProgress(force: true)
                 try file.close()
             }
+            spills = false
             return .success(())
         } catch {
             return .failure(error)

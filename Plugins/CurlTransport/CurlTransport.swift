@@ -91,6 +91,8 @@ public final class CurlTransport: Transport {
     private let plainDownloadHeaders: CurlHeaderList?
     private let engines: [CurlEngine]
     private let limiter: RateLimiter?
+    /// The memory of download bodies kept in memory, when a request allows it (``DownloadRequest/keepInMemory``).
+    private let bodies = BodyArena()
 
     public var maxConcurrentTransfers: Int { configuration.concurrency }
 
@@ -209,7 +211,8 @@ public final class CurlTransport: Transport {
         }
         let transfer = try CurlTransfer(
             easy: easy, headerList: headerList,
-            body: .file(request, progress: progress), maxRedirects: configuration.maxRedirects, limiter: limiter)
+            body: .file(request, progress: progress), maxRedirects: configuration.maxRedirects, limiter: limiter,
+            arena: bodies)
         // Out of the engine once perform returns or throws, whatever the outcome: the next transfer may have it.
         defer { handles.give(easy) }
         try await reserveEngine().perform(transfer)
@@ -218,7 +221,7 @@ public final class CurlTransport: Transport {
         return DownloadResult(
             status: transfer.status, headers: transfer.headers, url: easy.effectiveURL ?? request.url,
             bytesWritten: written, fileSize: base + written, validator: Validator(headers: transfer.headers),
-            restarted: transfer.restarted)
+            restarted: transfer.restarted, contents: transfer.file?.takeContents())
     }
 
     /// An easy handle with the options every request shares: the safety settings first.

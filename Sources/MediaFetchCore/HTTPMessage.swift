@@ -147,6 +147,15 @@ public struct DownloadRequest: Sendable {
     /// The largest the whole file may be: a bigger one (by its announced length, or as bytes arrive)
     /// ends the transfer with ``TransportError/Code/bodyTooLarge(limit:)``.
     public var maxBytes: Int64?
+    /// Asked at most once, when a 200 answer for a download from byte zero announces its length (the argument):
+    /// `true` lets the transport keep the body in memory and return it as ``DownloadResult/contents``, writing
+    /// nothing to ``destination``. For small files that are copied elsewhere anyway (an object store's uploads):
+    /// they then never touch the disk. A caller that answers `true` has room for that many bytes.
+    ///
+    /// A transport may ignore it (the default implementation does) and write the file as always; a caller
+    /// looks at ``DownloadResult/contents`` to learn which happened. A transfer that fails after some of a body
+    /// kept in memory leaves those bytes in ``destination``, as a streamed one does, so that it resumes alike.
+    public var keepInMemory: (@Sendable (_ announcedBytes: Int64) -> Bool)?
 
     public init(
         url: URL,
@@ -215,14 +224,18 @@ public struct DownloadResult: Sendable {
     public var headers: HTTPHeaders
     /// Where the body came from after redirects.
     public var url: URL
-    /// Bytes this transfer wrote.
+    /// Bytes this transfer wrote (or kept in ``contents``).
     public var bytesWritten: Int64
-    /// The size of `destination` now: kept bytes plus written ones.
+    /// The size of `destination` now: kept bytes plus written ones (the size of ``contents`` when the body was
+    /// kept in memory).
     public var fileSize: Int64
     /// The validator of what was downloaded, for a later resume.
     public var validator: Validator?
     /// True when a resume was asked for but the server sent the whole file, so the kept bytes were dropped.
     public var restarted: Bool
+    /// The whole body, when the transport kept it in memory (the request's ``DownloadRequest/keepInMemory``
+    /// said yes); `destination` was then not written. `nil` when the body is in the file.
+    public var contents: Data?
 
     public init(
         status: Int,
@@ -231,8 +244,10 @@ public struct DownloadResult: Sendable {
         bytesWritten: Int64,
         fileSize: Int64,
         validator: Validator?,
-        restarted: Bool
+        restarted: Bool,
+        contents: Data? = nil
     ) {
+        self.contents = contents
         self.status = status
         self.headers = headers
         self.url = url

@@ -38,6 +38,14 @@ public protocol Sink: Sendable {
     /// Default: true.
     var commitsEachStore: Bool { get }
 
+    /// The largest file, in bytes, that the pipeline may hand to ``store(_:as:)`` in memory
+    /// (``StagedFile/contents``) instead of in the staging folder; 0, the default, for always a file. Worth it
+    /// only to a sink that copies the bytes elsewhere (an object store's uploads): a small file then never
+    /// touches the disk on its way. The pipeline holds all such files of a run within a bound of its own
+    /// (``Pipeline/inMemoryStagingBudget``), whatever the concurrency, and stages the rest as files; a
+    /// transport that does not keep bodies in memory leaves them all files. Must not change over the sink's life.
+    var inMemoryStagingLimit: Int64 { get }
+
     /// The reserver ``plan(_:asset:)`` takes its names from, for the pipeline to keep them in the run's ledger
     /// (``PathReserver/keep(in:)``) rather than in memory; nil when the sink names files otherwise. Default: nil.
     var pathReserver: PathReserver? { get }
@@ -86,6 +94,8 @@ extension Sink {
 
     public var pathReserver: PathReserver? { nil }
 
+    public var inMemoryStagingLimit: Int64 { 0 }
+
     public func keep(_ plan: StoragePlan, stored record: StoredRecord) async throws -> Bool { false }
 
     public func finish() async throws {}
@@ -95,7 +105,8 @@ extension Sink {
     public func discardUnfinished() async throws -> [String] { [] }
 }
 
-/// A finished, verified download waiting in the staging directory.
+/// A finished, verified download waiting in the staging directory (or, for a sink that takes small files so,
+/// in memory: ``contents``).
 public struct StagedFile: Sendable {
     /// The file. Made with ``init(path:size:sha256:sourceURL:downloadedAt:)``, this URL is made from ``path``
     /// each time it is read.
@@ -118,17 +129,31 @@ public struct StagedFile: Sendable {
     public var sourceURL: URL
     /// When the download finished.
     public var downloadedAt: Date
+    /// The file's bytes, when the pipeline kept them in memory (only for a sink whose
+    /// ``Sink/inMemoryStagingLimit`` allows it): then nothing is at ``path``, and the sink reads these instead.
+    public var contents: Data?
 
-    public init(url: URL, size: Int64, sha256: String?, sourceURL: URL, downloadedAt: Date = Date()) {
-        self.init(file: FileLocation(url: url), size: size, sha256: sha256, sourceURL: sourceURL, at: downloadedAt)
+    public init(
+        url: URL, size: Int64, sha256: String?, sourceURL: URL, downloadedAt: Date = Date(), contents: Data? = nil
+    ) {
+        self.init(
+            file: FileLocation(url: url), size: size, sha256: sha256, sourceURL: sourceURL, at: downloadedAt,
+            contents: contents)
     }
 
     /// A staged file given by its path (see ``path``).
-    public init(path: String, size: Int64, sha256: String?, sourceURL: URL, downloadedAt: Date = Date()) {
-        self.init(file: FileLocation(path: path), size: size, sha256: sha256, sourceURL: sourceURL, at: downloadedAt)
+    public init(
+        path: String, size: Int64, sha256: String?, sourceURL: URL, downloadedAt: Date = Date(), contents: Data? = nil
+    ) {
+        self.init(
+            file: FileLocation(path: path), size: size, sha256: sha256, sourceURL: sourceURL, at: downloadedAt,
+            contents: contents)
     }
 
-    private init(file: FileLocation, size: Int64, sha256: String?, sourceURL: URL, at downloadedAt: Date) {
+    private init(
+        file: FileLocation, size: Int64, sha256: String?, sourceURL: URL, at downloadedAt: Date, contents: Data?
+    ) {
+        self.contents = contents
         self.file = file
         self.size = size
         self.sha256 = sha256

@@ -370,6 +370,17 @@ public final class ScriptedTransport: Transport {
         let limits = [file.truncateAfter.map(Int64.init), plan.bodyLimit].compactMap { $0 }
         let delivered = min(bodySize, limits.min() ?? bodySize)
         request.onResponse?(decision.response)
+        // Kept in memory when the request allows it and the body comes whole; a short one is in the file either way,
+        // as the contract asks.
+        if kept == 0, status == 200, request.keepInMemory?(bodySize) == true, delivered == bodySize {
+            if Task.isCancelled { throw TransportError(.cancelled, url: request.url) }
+            var body = Data(count: Int(bodySize))
+            let filled = body.withUnsafeMutableBytes { file.content.fill($0, from: 0) }
+            progress(DownloadProgress(received: Int64(filled), expected: size))
+            return DownloadResult(
+                status: status, headers: headers, url: request.url, bytesWritten: bodySize, fileSize: bodySize,
+                validator: Validator(etag: etag, lastModified: lastModified), restarted: restarted, contents: body)
+        }
         try await Self.write(file.content, from: kept, count: delivered, to: request, total: size, progress: progress)
         if delivered < bodySize {
             switch plan.ending {

@@ -19,7 +19,8 @@ import Synchronization
 /// test framework, so it works the same from Swift Testing and from XCTest. The clauses, in ``Clause/all``:
 /// status and headers, streaming with the validator, resume with `Range` and `If-Range`, restart when the file
 /// changed, error statuses, redirects and refused schemes, truncation, reset, stall, cancellation, a hundred
-/// transfers at once, keep-alive, a 512 MiB file with flat memory; and uploads: the exact bytes of a file range
+/// transfers at once, keep-alive, a 512 MiB file with flat memory, a body kept in memory only as the request
+/// allows (and written out when its transfer fails); and uploads: the exact bytes of a file range
 /// or a buffer with the request's headers, a range of a file, a 512 MiB upload with flat memory (or, from a
 /// transport whose ``Transport/maxUploadBodyBytes`` is smaller, its refusal before anything is sent), and
 /// cancellation of an upload.
@@ -136,9 +137,70 @@ extension TransportContract.Clause {
             .statusAndHeaders, .streamsWithValidator, .resumesWithIfRange, .restartsWhenChanged,
             .errorStatusKeepsBytes, .redirectsOnlyToHTTP, .refusesOtherSchemes, .truncationIsAnError,
             .resetIsAnError, .stallTimesOut, .cancellationReachesTheTransfer, .hundredAtOnce, .reusesConnections,
-            .largeFileFlatMemory, .uploadStreamsTheBytes, .uploadsAFileRange, .largeUploadFlatMemory,
+            .largeFileFlatMemory, .keepsBodiesInMemoryWhenAllowed, .uploadStreamsTheBytes, .uploadsAFileRange, .largeUploadFlatMemory,
             .uploadCancellation,
         ]
+    }
+
+    /// ``DownloadRequest/keepInMemory`` is asked only for a 200 from byte zero, with the announced length; a body
+    /// the transport kept in memory is the served bytes and leaves no file, one it did not is in the file as ever; a
+    /// refusal means the file; and a transfer that fails after bytes were kept in memory leaves them in the file, a
+    /// true prefix, as a streamed one does. A transport that never keeps bodies in memory passes.
+    public static let keepsBodiesInMemoryWhenAllowed = Self("a body is kept in memory only when the request allows") {
+        context in
+        try await context.with { transport in
+            let song = context.song(3)
+            let size = Int64(song.bytes.count)
+            let asked = Mutex<[Int64]>([])
+            func request(_ file: URL, from offset: Int64 = 0, answer: Bool) -> DownloadRequest {
+                var request = DownloadRequest(url: song.url, destination: file, resumeFrom: offset)
+                if offset > 0 { request.validator = Validator(etag: context.server.etag(path: song.path)) }
+                request.keepInMemory = { announced in
+                    asked.withLock { $0.append(announced) }
+                    return answer
+                }
+                return request
+            }
+            let kept = context.file()
+            let result = try await transport.download(request(kept, answer: true)) { _ in }
+            try demand(result.fileSize == size, "sizes \(result), expected \(size)")
+            try demand(asked.withLock { $0.allSatisfy { $0 == size } }, "keepInMemory was asked for another length")
+            if let contents = result.contents {
+                try demand([UInt8](contents) == song.bytes, "the body kept in memory is not the served bytes")
+                try demand(!FileManager.default.fileExists(atPath: kept.path), "a body kept in memory also left a file")
+                try demand(asked.withLock { $0.count } == 1, "a body was kept in memory without asking once")
+            } else {
+                try demand(context.bytes(kept) == song.bytes, "the file does not hold the served bytes")
+            }
+
+            let refused = context.file()
+            let written = try await transport.download(request(refused, answer: false)) { _ in }
+            try demand(written.contents == nil, "a body was kept in memory although keepInMemory said no")
+            try demand(context.bytes(refused) == song.bytes, "a refused body is not in the file")
+
+            asked.withLock { $0 = [] }
+            let resumed = context.file()
+            try Data(song.bytes.prefix(1_000)).write(to: resumed)
+            let rest = try await transport.download(request(resumed, from: 1_000, answer: true)) { _ in }
+            try demand(rest.contents == nil && rest.status == 206, "a resumed download came back \(rest)")
+            try demand(asked.withLock { $0.isEmpty }, "keepInMemory was asked for a resume (its kept bytes are on disk)")
+            try demand(context.bytes(resumed) == song.bytes, "a resumed file does not hold the served bytes")
+        }
+        let broken = context.song(5)
+        context.server.setFaultHook { $0.path == broken.path ? .truncate(afterBytes: 70_000) : nil }
+        try await context.with { transport in
+            let file = context.file()
+            var request = DownloadRequest(url: broken.url, destination: file)
+            request.keepInMemory = { _ in true }
+            _ = try await expectError(TransportError.self, "a truncated download kept in memory") {
+                _ = try await transport.download(request) { _ in }
+            }
+            let partial = context.bytes(file)
+            try demand(
+                partial.count < broken.bytes.count, "the file holds the whole body after a truncated one in memory")
+            try demand(
+                Array(broken.bytes.prefix(partial.count)) == partial, "the bytes left are not a prefix of the file")
+        }
     }
 
     /// An upload sends exactly the bytes of its file (or its buffer) with its headers and a `Content-Length`, as

@@ -7,6 +7,10 @@ import Foundation
 /// The staging area: where partial and checked downloads live under the state directory until a sink takes
 /// them, named so that a later run finds them again.
 extension Pipeline {
+    /// The most memory a run keeps small downloads in at once, for a sink that takes them so
+    /// (``Sink/inMemoryStagingLimit``): 8 MiB, ten preview-sized files.
+    public static let inMemoryStagingBudget: Int64 = 8 << 20
+
     /// A staging file name: readable, unique per source, item and asset, stable across runs, safe anywhere.
     public static func stagingName(source: String, itemID: String, asset: AssetKind) -> String {
         stagingNameAndShard(source: source, itemID: itemID, asset: asset).name

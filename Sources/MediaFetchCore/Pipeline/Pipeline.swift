@@ -330,8 +330,15 @@ public struct Pipeline: Sendable {
         let started = ContinuousClock.now
         var attempt = 0
         var transferred: Int64 = 0
+        // A small file for a sink that takes it in memory skips the staging folder; only one that starts at byte
+        // zero (kept bytes are on disk), and only for a sink that never needs the file kept until a commit.
+        let inMemoryLimit = sink.commitsEachStore ? sink.inMemoryStagingLimit : 0
         while true {
             let answer = AnswerBox()
+            let share = inMemoryLimit > 0 && resumeFrom == 0
+                ? MemoryShare(of: run.stagingMemory, limit: inMemoryLimit) : nil
+            // Given back when the attempt ends: stored (the bytes were uploaded), failed or paused.
+            defer { share?.giveBack() }
             do {
                 if !underWay {
                     try await run.underWay.acquire(ahead: true)
@@ -347,8 +354,8 @@ public struct Pipeline: Sendable {
                     fetched = .success(
                         try await fetch(
                             job, stagingPath: stagingPath, resumeFrom: resumeFrom, validator: validator,
-                            expected: expected,
-                            answer: answer, digest: policy.computesDigests || sink.needsDigests, run))
+                            expected: expected, answer: answer, share: share,
+                            digest: policy.computesDigests || sink.needsDigests, run))
                 } catch {
                     fetched = .failure(error)
                 }
@@ -364,7 +371,9 @@ public struct Pipeline: Sendable {
                             + " (the download section's \(job.asset.rawValue)-types lists what is accepted)")
                 }
                 let size = try result.size ?? Self.fileSize(atPath: stagingPath)
-                let staged = StagedFile(path: stagingPath, size: size, sha256: result.sha256, sourceURL: result.url)
+                let staged = StagedFile(
+                    path: stagingPath, size: size, sha256: result.sha256, sourceURL: result.url,
+                    contents: result.contents)
                 // A store (waiting on the disk, when durable) lets the next download get under way.
                 run.underWay.release()
                 underWay = false
@@ -538,18 +547,20 @@ public struct Pipeline: Sendable {
         var sha256: String?
         /// The staging file's size, when this attempt looked (it does after a transfer).
         var size: Int64?
+        /// The body, when the transport kept it in memory (no staging file was written).
+        var contents: Data?
     }
 
     /// One attempt at the bytes of `job` into `staging`, from `resumeFrom`.
     /// One attempt, with the file hashed as it arrives when `digest` is asked for.
     private func fetch(
         _ job: Job, stagingPath: String, resumeFrom: Int64, validator: Validator?, expected: Int64?, answer: AnswerBox,
-        digest: Bool, _ run: RunState
+        share: MemoryShare?, digest: Bool, _ run: RunState
     ) async throws -> Fetched {
         guard digest else {
             return try await transfer(
                 job, stagingPath: stagingPath, resumeFrom: resumeFrom, validator: validator, expected: expected,
-                answer: answer, written: nil, run)
+                answer: answer, share: share, written: nil, run)
         }
         let (written, feed) = AsyncStream.makeStream(of: Int64.self, bufferingPolicy: .bufferingNewest(1))
         return try await withThrowingTaskGroup(of: String.self) { group in
@@ -558,7 +569,14 @@ public struct Pipeline: Sendable {
             do {
                 var fetched = try await transfer(
                     job, stagingPath: stagingPath, resumeFrom: resumeFrom, validator: validator, expected: expected,
-                    answer: answer, written: feed, run)
+                    answer: answer, share: share, written: feed, run)
+                if let contents = fetched.contents {
+                    // No file to follow: the follower goes, and the bytes in memory are hashed in one pass.
+                    group.cancelAll()
+                    feed.finish()
+                    fetched.sha256 = SHA256.hex(of: contents)
+                    return fetched
+                }
                 feed.finish()
                 fetched.sha256 = try await group.next()
                 return fetched
@@ -572,7 +590,7 @@ public struct Pipeline: Sendable {
 
     private func transfer(
         _ job: Job, stagingPath: String, resumeFrom: Int64, validator: Validator?, expected: Int64?, answer: AnswerBox,
-        written: AsyncStream<Int64>.Continuation?, _ run: RunState
+        share: MemoryShare?, written: AsyncStream<Int64>.Continuation?, _ run: RunState
     ) async throws -> Fetched {
         if let expected, resumeFrom == expected, validator != nil {
             // Killed after the last byte and before the store: nothing left to fetch.
@@ -581,19 +599,31 @@ public struct Pipeline: Sendable {
         let ledger = options.ledger
         let ref = job.item.ref
         let throttle = ProgressThrottle(interval: options.progressInterval)
-        let request = DownloadRequest(
+        var request = DownloadRequest(
             url: job.url, destinationPath: stagingPath, resumeFrom: resumeFrom, validator: validator,
             maxBytes: options.policy.maxSize,
             onResponse: { head in
                 answer.set(head)
                 ledger?.responded(job.key, validator: head.validator, expectedBytes: head.expectedSize)
             })
+        if let share { request.keepInMemory = { share.grant($0) } }
         do {
             let result = try await transport.download(request) { progress in
-                written?.yield(progress.received)
+                // A body kept in memory has no file for the follower (the transport was told so before any byte).
+                if let written, share?.granted != true { written.yield(progress.received) }
                 if throttle.shouldReport() {
                     run.report(.progress(ref, asset: job.asset, progress))
                 }
+            }
+            if let contents = result.contents {
+                guard Int64(contents.count) == result.fileSize else {
+                    throw TransportError(
+                        .truncated(expected: result.fileSize, received: Int64(contents.count)), url: job.url,
+                        detail: "the body kept in memory is not what the transport reported")
+                }
+                return Fetched(
+                    url: result.url, contentType: result.headers["Content-Type"], transferred: result.bytesWritten,
+                    size: result.fileSize, contents: contents)
             }
             let onDisk = try Self.fileSize(atPath: stagingPath)
             guard onDisk == result.fileSize else {

@@ -34,6 +34,8 @@ final class RunState: Sendable {
     /// next download back; a retry does, so that during a run of failures (503s, say) new items do not start
     /// while others wait to try again, and a failure budget stops the run close to its count.
     let underWay: Slots
+    /// Where small downloads for a sink that takes them in memory are kept (``Sink/inMemoryStagingLimit``).
+    let stagingMemory = StagingMemory(bytes: Pipeline.inMemoryStagingBudget)
 
     init(
         ledger: (any RunLedger)?, events: @escaping @Sendable (PipelineEvent) -> Void, transfers: Int, stagingFolder: String
@@ -130,6 +132,63 @@ final class AnswerBox: Sendable {
 
     func set(_ value: DownloadResponse) { head.withLock { $0 = value } }
     var value: DownloadResponse? { head.withLock { $0 } }
+}
+
+/// The memory a run keeps small downloads in, for a sink that takes them so (``Sink/inMemoryStagingLimit``): at most
+/// so many bytes at once, whatever the concurrency; a download that does not fit is staged as a file.
+final class StagingMemory: Sendable {
+    private let free: Mutex<Int64>
+
+    init(bytes: Int64) {
+        free = Mutex(bytes)
+    }
+
+    /// Takes `bytes` when that much is free.
+    func take(_ bytes: Int64) -> Bool {
+        free.withLock { free in
+            guard free >= bytes else { return false }
+            free -= bytes
+            return true
+        }
+    }
+
+    func give(_ bytes: Int64) {
+        free.withLock { $0 += bytes }
+    }
+}
+
+/// One download attempt's part of ``StagingMemory``: taken when its answer announces a length that fits (the
+/// request's ``DownloadRequest/keepInMemory``), given back once the file is stored or the attempt has ended.
+final class MemoryShare: Sendable {
+    private let memory: StagingMemory
+    private let limit: Int64
+    /// Bytes held, and whether the transport was told it may keep the body in memory.
+    private let state = Mutex<(bytes: Int64, granted: Bool)>((0, false))
+
+    init(of memory: StagingMemory, limit: Int64) {
+        self.memory = memory
+        self.limit = limit
+    }
+
+    /// The answer to ``DownloadRequest/keepInMemory``: yes when the file is within the sink's limit and the run's
+    /// memory has room for it.
+    func grant(_ bytes: Int64) -> Bool {
+        guard bytes <= limit, memory.take(bytes) else { return false }
+        state.withLock { $0 = (bytes, true) }
+        return true
+    }
+
+    /// Whether the body was allowed into memory: then the transport writes no file to follow.
+    var granted: Bool { state.withLock { $0.granted } }
+
+    /// Gives the bytes back (once; later calls do nothing).
+    func giveBack() {
+        let bytes = state.withLock { state in
+            defer { state.bytes = 0 }
+            return state.bytes
+        }
+        if bytes > 0 { memory.give(bytes) }
+    }
 }
 
 /// Thrown into the source when the failure budget stopped the run.
