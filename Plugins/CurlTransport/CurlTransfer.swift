@@ -266,21 +266,30 @@ final class CurlTransfer: @unchecked Sendable {
                 return fail(error)
             }
             restarted = decision.restarts
-            if decision.base == 0, status == 200, let expected, let keepInMemory = request.keepInMemory,
-                keepInMemory(expected), let arena,
-                let memory = DownloadFile(path: request.destinationPath, inMemory: expected, from: arena)
-            {
-                file = memory
-            } else {
-                do {
-                    file = try DownloadFile(path: request.destinationPath, keeping: decision.base)
-                } catch {
-                    return fail(error)
-                }
+            do {
+                file = try destination(for: request, decision)
+            } catch {
+                return fail(error)
             }
             request.onResponse?(decision.response)
         }
         return true
+    }
+
+    /// The download's file: in memory when the request allows it for a 200 from byte zero and the arena has room
+    /// (found before asking, so that a yes is kept), else on disk.
+    private func destination(for request: DownloadRequest, _ decision: ResumeDecision) throws(TransportError)
+        -> DownloadFile
+    {
+        if request.resumeFrom == 0, decision.base == 0, status == 200, let expected,
+            let keepInMemory = request.keepInMemory, let arena, let piece = arena.take(expected)
+        {
+            if keepInMemory(expected) {
+                return DownloadFile(path: request.destinationPath, length: expected, in: piece, from: arena)
+            }
+            arena.give(piece)
+        }
+        return try DownloadFile(path: request.destinationPath, keeping: decision.base)
     }
 
     private func fail(_ error: TransportError) -> Bool {

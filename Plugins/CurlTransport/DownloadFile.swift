@@ -24,10 +24,9 @@ final class DownloadFile {
     /// The arena a body kept in memory came from, to give it back to.
     private let arena: BodyArena?
 
-    /// A body of `length` bytes kept in memory, in a piece of `arena`; nothing is created at `path` unless
-    /// ``spill()`` is called. Nil when the arena has no room for it (the caller then streams into the file).
-    init?(path: String, inMemory length: Int64, from arena: BodyArena) {
-        guard let piece = arena.take(Int(length)) else { return nil }
+    /// A body of `length` bytes kept in memory, in `piece` (taken from `arena`, of at least `length` bytes, and
+    /// given back to it when the body is done with); nothing is created at `path` unless ``spill()`` is called.
+    init(path: String, length: Int64, in piece: UnsafeMutableRawBufferPointer, from arena: BodyArena) {
         self.path = path
         self.arena = arena
         base = 0

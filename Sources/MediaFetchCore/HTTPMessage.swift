@@ -152,9 +152,11 @@ public struct DownloadRequest: Sendable {
     /// nothing to ``destination``. For small files that are copied elsewhere anyway (an object store's uploads):
     /// they then never touch the disk. A caller that answers `true` has room for that many bytes.
     ///
-    /// A transport may ignore it (the default implementation does) and write the file as always; a caller
-    /// looks at ``DownloadResult/contents`` to learn which happened. A transfer that fails after some of a body
-    /// kept in memory leaves those bytes in ``destination``, as a streamed one does, so that it resumes alike.
+    /// A transport may never ask (the foundation transport does not) and write the file as always; a caller looks
+    /// at ``DownloadResult/contents`` to learn which happened. A transport asks only when it can then keep the
+    /// body, so a yes means in memory, unless the transfer fails: then the bytes that arrived are in
+    /// ``destination``, as a streamed one's are, so that it resumes alike. It is called on the transport's own
+    /// thread, before any of the body: answer at once.
     public var keepInMemory: (@Sendable (_ announcedBytes: Int64) -> Bool)?
 
     public init(

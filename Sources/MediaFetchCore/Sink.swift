@@ -43,7 +43,9 @@ public protocol Sink: Sendable {
     /// only to a sink that copies the bytes elsewhere (an object store's uploads): a small file then never
     /// touches the disk on its way. The pipeline holds all such files of a run within a bound of its own
     /// (``Pipeline/inMemoryStagingBudget``), whatever the concurrency, and stages the rest as files; a
-    /// transport that does not keep bodies in memory leaves them all files. Must not change over the sink's life.
+    /// transport that does not keep bodies in memory leaves them all files. Ignored for a sink that does not
+    /// ``commitsEachStore`` (its files must stay until the commit). Must not change over the sink's life; a sink
+    /// that wraps another forwards it, as it forwards the other properties.
     var inMemoryStagingLimit: Int64 { get }
 
     /// The reserver ``plan(_:asset:)`` takes its names from, for the pipeline to keep them in the run's ledger

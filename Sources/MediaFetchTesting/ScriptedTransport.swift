@@ -370,9 +370,11 @@ public final class ScriptedTransport: Transport {
         let limits = [file.truncateAfter.map(Int64.init), plan.bodyLimit].compactMap { $0 }
         let delivered = min(bodySize, limits.min() ?? bodySize)
         request.onResponse?(decision.response)
-        // Kept in memory when the request allows it and the body comes whole; a short one is in the file either way,
-        // as the contract asks.
-        if kept == 0, status == 200, request.keepInMemory?(bodySize) == true, delivered == bodySize {
+        // Kept in memory when the request allows it and the body will come whole (asked only then, so that a yes
+        // is kept); a short one goes to the file, as the contract asks of one kept in memory too.
+        if request.resumeFrom == 0, kept == 0, status == 200, delivered == bodySize,
+            request.keepInMemory?(bodySize) == true
+        {
             if Task.isCancelled { throw TransportError(.cancelled, url: request.url) }
             var body = Data(count: Int(bodySize))
             let filled = body.withUnsafeMutableBytes { file.content.fill($0, from: 0) }

@@ -165,16 +165,20 @@ extension TransportContract.Clause {
             let result = try await transport.download(request(kept, answer: true)) { _ in }
             try demand(result.fileSize == size, "sizes \(result), expected \(size)")
             try demand(asked.withLock { $0.allSatisfy { $0 == size } }, "keepInMemory was asked for another length")
+            try demand(asked.withLock { $0.count } <= 1, "keepInMemory was asked more than once for one download")
             if let contents = result.contents {
                 try demand([UInt8](contents) == song.bytes, "the body kept in memory is not the served bytes")
                 try demand(!FileManager.default.fileExists(atPath: kept.path), "a body kept in memory also left a file")
-                try demand(asked.withLock { $0.count } == 1, "a body was kept in memory without asking once")
+                try demand(asked.withLock { $0.count } == 1, "a body was kept in memory without asking")
             } else {
+                try demand(asked.withLock { $0.isEmpty }, "keepInMemory said yes, and the body went to the file")
                 try demand(context.bytes(kept) == song.bytes, "the file does not hold the served bytes")
             }
 
+            asked.withLock { $0 = [] }
             let refused = context.file()
             let written = try await transport.download(request(refused, answer: false)) { _ in }
+            try demand(asked.withLock { $0.count } <= 1, "keepInMemory was asked more than once for one download")
             try demand(written.contents == nil, "a body was kept in memory although keepInMemory said no")
             try demand(context.bytes(refused) == song.bytes, "a refused body is not in the file")
 

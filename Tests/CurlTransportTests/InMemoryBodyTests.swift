@@ -112,5 +112,8 @@ struct InMemoryBodyTests {
         arena.give(merged)
         #expect(arena.freeBytes == 1 << 20)
         #expect(arena.take((1 << 20) + 1) == nil)
+        // An announced length is the server's word: none that is not a size takes anything (or traps).
+        #expect(arena.take(.max) == nil && arena.take(-1) == nil)
+        #expect(arena.freeBytes == 1 << 20)
     }
 }

@@ -47,12 +47,13 @@ struct InMemoryStagingTests {
             var sha256: String?
         }
 
-        let expected: Int
+        /// Stores held until this many have arrived; nil: none held.
+        let expected: Int?
         let inMemoryStagingLimit: Int64 = 1_500_000
         let arrivals = Mutex<[String: Arrival]>([:])
         private let waiting = Mutex<[CheckedContinuation<Void, Never>]>([])
 
-        init(expected: Int) {
+        init(expected: Int?) {
             self.expected = expected
         }
 
@@ -70,15 +71,21 @@ struct InMemoryStagingTests {
                 $0[plan.relativePath] = arrival
                 return $0.count
             }
-            await withCheckedContinuation { continuation in
-                let all = waiting.withLock {
-                    $0.append(continuation)
-                    return count == expected ? $0 : nil
-                }
-                all?.forEach { $0.resume() }
+            if let expected {
+                await hold(until: count == expected)
             }
             if onDisk { try FileManager.default.removeItem(at: file.url) }
             return plan.relativePath
+        }
+
+        private func hold(until last: Bool) async {
+            await withCheckedContinuation { continuation in
+                let all = waiting.withLock {
+                    $0.append(continuation)
+                    return last ? $0 : nil
+                }
+                all?.forEach { $0.resume() }
+            }
         }
     }
 
@@ -112,5 +119,32 @@ struct InMemoryStagingTests {
         #expect(heldInMemory > 0, "nothing came in memory")
         #expect(heldInMemory <= Pipeline.inMemoryStagingBudget, "\(heldInMemory) bytes held in memory at once")
         #expect(arrivals.values.contains { $0.fileAtPath && $0.bytes.count < 1_500_000 }, "the budget was not reached")
+    }
+
+    /// One at a time, far more bytes than the budget: each file's memory comes back once it is stored, so every
+    /// small one comes in memory.
+    @Test func theBudgetComesBackAfterEachStore() async throws {
+        let count = 30
+        let sink = HoldingSink(expected: nil)
+        let staging = FileManager.default.temporaryDirectory.appendingPathComponent("in-memory-\(UUID().uuidString)")
+        defer { try? FileManager.default.removeItem(at: staging) }
+        let items = (1...count).map { index in
+            SourceOutput.item(
+                MediaItem(id: String(index), title: "Song \(index)", previewURL: URL(string: "http://127.0.0.1/\(index)")))
+        }
+        let summary = await Pipeline(
+            source: PipelineTests.ListSource(outputs: items), transport: SizedTransport(), sink: sink,
+            options: .init(concurrency: 1, stagingDirectory: staging)
+        ).run()
+        #expect(summary.stored == count)
+        let arrivals = sink.arrivals.withLock { $0 }
+        let small = arrivals.filter { $0.value.bytes.count < 1_500_000 }
+        #expect(small.count == 24)
+        #expect(Int64(small.values.reduce(0) { $0 + $1.bytes.count }) > Pipeline.inMemoryStagingBudget)
+        let inMemory = small.values.filter { $0.inMemory }.count
+        #expect(inMemory == small.count, "\(inMemory) of \(small.count) small files in memory: the budget did not come back")
+        for (path, arrival) in arrivals {
+            #expect(arrival.bytes == SizedTransport.bytes(String(path.dropLast(4))))
+        }
     }
 }

@@ -382,6 +382,8 @@ public struct Pipeline: Sendable {
                 run.report(.stored(ref, asset: job.asset, location: location, bytes: size))
                 return
             } catch {
+                // A body kept in memory is in the file now (or gone): its memory is not held through a retry's wait.
+                share?.giveBack()
                 var kept = (try? Self.fileSize(atPath: stagingPath)) ?? 0
                 let response = answer.value
                 if let response {
@@ -616,9 +618,15 @@ public struct Pipeline: Sendable {
                 }
             }
             if let contents = result.contents {
-                guard Int64(contents.count) == result.fileSize else {
+                // Only a body this run made room for, of the length announced: anything else is a transport's bug.
+                guard share?.granted == true else {
                     throw TransportError(
-                        .truncated(expected: result.fileSize, received: Int64(contents.count)), url: job.url,
+                        .other, url: job.url, detail: "the transport kept the body in memory without being allowed to")
+                }
+                let announced = answer.value?.expectedSize ?? result.fileSize
+                guard Int64(contents.count) == result.fileSize, result.fileSize == announced else {
+                    throw TransportError(
+                        .truncated(expected: announced, received: Int64(contents.count)), url: job.url,
                         detail: "the body kept in memory is not what the transport reported")
                 }
                 return Fetched(

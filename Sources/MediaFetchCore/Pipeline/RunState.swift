@@ -173,7 +173,8 @@ final class MemoryShare: Sendable {
     /// The answer to ``DownloadRequest/keepInMemory``: yes when the file is within the sink's limit and the run's
     /// memory has room for it.
     func grant(_ bytes: Int64) -> Bool {
-        guard bytes <= limit, memory.take(bytes) else { return false }
+        // Once per attempt: a transport that asked again would otherwise hold the first grant for good.
+        guard bytes >= 0, bytes <= limit, !granted, memory.take(bytes) else { return false }
         state.withLock { $0 = (bytes, true) }
         return true
     }

@@ -17,6 +17,7 @@ final class PlanOnceSink: Sink {
     var needsDigests: Bool { base.needsDigests }
     var commitsEachStore: Bool { base.commitsEachStore }
     var pathReserver: PathReserver? { base.pathReserver }
+    var inMemoryStagingLimit: Int64 { base.inMemoryStagingLimit }
 
     func plan(_ item: MediaItem, asset: AssetKind) async throws -> StoragePlan {
         let key = item.id + "\u{0}" + asset.rawValue
