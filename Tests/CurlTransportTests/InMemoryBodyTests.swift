@@ -1,6 +1,7 @@
 import Foundation
 import MediaFetchCore
 import Synchronization
+import MediaFetchTesting
 import Testing
 
 @testable import CurlTransport
@@ -88,6 +89,37 @@ struct InMemoryBodyTests {
                 let kept = try Data(contentsOf: destination)
                 #expect(kept == arrived)
             }
+        }
+        await transport.shutdown()
+    }
+
+    /// Cancelled in the middle of a body kept in memory: what arrived is in the file, to resume from.
+    @Test func aCancelledBodyKeptInMemoryLeavesWhatArrivedInTheFile() async throws {
+        let server = try MockCatalogServer()
+        defer { server.stop() }
+        let song = server.catalog.songs[7]
+        let path = server.catalog.previewPath(for: song)
+        let served = server.catalog.previewBytes(for: song)
+        server.setFaultHook { $0.path == path ? .stall(afterBytes: 20_000, seconds: 60) : nil }
+        let transport = try CurlTransport(.init(concurrency: 4))
+        try await withTemporaryDirectory { directory in
+            let destination = directory.appendingPathComponent("stalled.part")
+            var request = DownloadRequest(url: server.previewURL(for: song), destination: destination)
+            let asked = Mutex(false)
+            request.keepInMemory = { _ in
+                asked.withLock { $0 = true }
+                return true
+            }
+            let (firstBytes, arrived) = AsyncStream.makeStream(of: Void.self)
+            let download = Task { try await transport.download(request) { _ in arrived.yield() } }
+            for await _ in firstBytes { break }
+            download.cancel()
+            let result = await download.result
+            #expect(throws: (any Error).self) { try result.get() }
+            #expect(asked.withLock { $0 })
+            let kept = [UInt8]((try? Data(contentsOf: destination)) ?? Data())
+            #expect(!kept.isEmpty && kept.count <= 20_000, "\(kept.count) bytes kept")
+            #expect(kept == Array(served.prefix(kept.count)))
         }
         await transport.shutdown()
     }
