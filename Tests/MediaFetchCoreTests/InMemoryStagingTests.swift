@@ -89,20 +89,24 @@ struct InMemoryStagingTests {
         }
     }
 
-    @Test func smallFilesComeInMemoryWithinTheBudgetAndTheRestAsFiles() async throws {
-        let count = 20
-        let sink = HoldingSink(expected: count)
+    /// Items 1 to `count` through the pipeline into `sink`, from ``SizedTransport``.
+    static func run(_ count: Int, into sink: HoldingSink, concurrency: Int) async -> RunSummary {
         let staging = FileManager.default.temporaryDirectory.appendingPathComponent("in-memory-\(UUID().uuidString)")
         defer { try? FileManager.default.removeItem(at: staging) }
         let items = (1...count).map { index in
             SourceOutput.item(
                 MediaItem(id: String(index), title: "Song \(index)", previewURL: URL(string: "http://127.0.0.1/\(index)")))
         }
-        let summary = await Pipeline(
+        return await Pipeline(
             source: PipelineTests.ListSource(outputs: items), transport: SizedTransport(), sink: sink,
-            options: .init(concurrency: 4, stagingDirectory: staging)
+            options: .init(concurrency: concurrency, stagingDirectory: staging)
         ).run()
-        #expect(summary.stored == count)
+    }
+
+    @Test func smallFilesComeInMemoryWithinTheBudgetAndTheRestAsFiles() async throws {
+        let count = 20
+        let sink = HoldingSink(expected: count)
+        #expect(await Self.run(count, into: sink, concurrency: 4).stored == count)
         let arrivals = sink.arrivals.withLock { $0 }
         #expect(arrivals.count == count)
         for (path, arrival) in arrivals {
@@ -126,17 +130,7 @@ struct InMemoryStagingTests {
     @Test func theBudgetComesBackAfterEachStore() async throws {
         let count = 30
         let sink = HoldingSink(expected: nil)
-        let staging = FileManager.default.temporaryDirectory.appendingPathComponent("in-memory-\(UUID().uuidString)")
-        defer { try? FileManager.default.removeItem(at: staging) }
-        let items = (1...count).map { index in
-            SourceOutput.item(
-                MediaItem(id: String(index), title: "Song \(index)", previewURL: URL(string: "http://127.0.0.1/\(index)")))
-        }
-        let summary = await Pipeline(
-            source: PipelineTests.ListSource(outputs: items), transport: SizedTransport(), sink: sink,
-            options: .init(concurrency: 1, stagingDirectory: staging)
-        ).run()
-        #expect(summary.stored == count)
+        #expect(await Self.run(count, into: sink, concurrency: 1).stored == count)
         let arrivals = sink.arrivals.withLock { $0 }
         let small = arrivals.filter { $0.value.bytes.count < 1_500_000 }
         #expect(small.count == 24)
