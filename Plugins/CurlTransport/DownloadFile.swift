@@ -70,9 +70,6 @@ final class DownloadFile {
         if let memory { arena?.give(memory) }
     }
 
-    /// Whether the body is kept in memory.
-    var inMemory: Bool { memory != nil }
-
     /// Appends the bytes after what is already written.
     func write(_ bytes: UnsafeRawBufferPointer) throws(TransportError) {
         if let memory {

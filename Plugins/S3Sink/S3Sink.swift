@@ -145,7 +145,7 @@ public final class S3Sink: Sink {
             stored.contents = nil
             let headers = objectHeaders(for: plan, sha256: sha256, source: file.sourceURL)
             if let contents = file.contents {
-                // Kept in memory by the pipeline (at most the limit below, within a part): one PUT from it.
+                // Kept in memory by the pipeline (at most `inMemoryStagingLimit`, within a part): one PUT from it.
                 let outcome = try await client.put(
                     key, body: .bytes(contents), payloadHash: sha256, headers: headers, exclusive: true)
                 if outcome == .keyTaken { try await checkSame(key, size: file.size, sha256: sha256) }

@@ -7,8 +7,8 @@ import Foundation
 ///   ``TransportError/Code/unsupportedScheme(_:)`` before a byte is sent.
 /// * ``download(_:progress:)`` streams the body into the destination file and never holds a whole
 ///   file in memory, unless the request's ``DownloadRequest/keepInMemory`` agreed to that file's announced
-///   size (a transport may also never ask it). With `resumeFrom > 0` it sends `Range: bytes=N-` and `If-Range` (when the
-///   request has a validator); on 206 it appends after the kept bytes, on 200 it truncates the file
+///   size (a transport may also never ask it). With `resumeFrom > 0` it sends `Range: bytes=N-` and `If-Range`
+///   (when the request has a validator); on 206 it appends after the kept bytes, on 200 it truncates the file
 ///   and writes the whole body, setting `restarted`.
 /// * A body shorter than its `Content-Length` is ``TransportError/Code/truncated(expected:received:)``, never a
 ///   success; the bytes that did arrive stay in the file.

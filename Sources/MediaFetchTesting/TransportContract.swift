@@ -137,8 +137,8 @@ extension TransportContract.Clause {
             .statusAndHeaders, .streamsWithValidator, .resumesWithIfRange, .restartsWhenChanged,
             .errorStatusKeepsBytes, .redirectsOnlyToHTTP, .refusesOtherSchemes, .truncationIsAnError,
             .resetIsAnError, .stallTimesOut, .cancellationReachesTheTransfer, .hundredAtOnce, .reusesConnections,
-            .largeFileFlatMemory, .keepsBodiesInMemoryWhenAllowed, .uploadStreamsTheBytes, .uploadsAFileRange, .largeUploadFlatMemory,
-            .uploadCancellation,
+            .largeFileFlatMemory, .keepsBodiesInMemoryWhenAllowed, .uploadStreamsTheBytes, .uploadsAFileRange,
+            .largeUploadFlatMemory, .uploadCancellation,
         ]
     }
 
@@ -187,7 +187,8 @@ extension TransportContract.Clause {
             try Data(song.bytes.prefix(1_000)).write(to: resumed)
             let rest = try await transport.download(request(resumed, from: 1_000, answer: true)) { _ in }
             try demand(rest.contents == nil && rest.status == 206, "a resumed download came back \(rest)")
-            try demand(asked.withLock { $0.isEmpty }, "keepInMemory was asked for a resume (its kept bytes are on disk)")
+            try demand(
+                asked.withLock { $0.isEmpty }, "keepInMemory was asked for a resume (its kept bytes are on disk)")
             try demand(context.bytes(resumed) == song.bytes, "a resumed file does not hold the served bytes")
         }
         let broken = context.song(5)

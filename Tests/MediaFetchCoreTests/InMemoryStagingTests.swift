@@ -95,7 +95,8 @@ struct InMemoryStagingTests {
         defer { try? FileManager.default.removeItem(at: staging) }
         let items = (1...count).map { index in
             SourceOutput.item(
-                MediaItem(id: String(index), title: "Song \(index)", previewURL: URL(string: "http://127.0.0.1/\(index)")))
+                MediaItem(
+                    id: String(index), title: "Song \(index)", previewURL: URL(string: "http://127.0.0.1/\(index)")))
         }
         return await Pipeline(
             source: PipelineTests.ListSource(outputs: items), transport: SizedTransport(), sink: sink,
@@ -115,7 +116,9 @@ struct InMemoryStagingTests {
             #expect(arrival.bytes == served, "\(id): the bytes stored are not those served")
             #expect(arrival.sha256 == SHA256.hex(of: served), "\(id): the digest is not the bytes'")
             // One or the other, never both, and never a file over the limit in memory.
-            #expect(arrival.inMemory != arrival.fileAtPath, "\(id): in memory \(arrival.inMemory), file \(arrival.fileAtPath)")
+            #expect(
+                arrival.inMemory != arrival.fileAtPath,
+                "\(id): in memory \(arrival.inMemory), file \(arrival.fileAtPath)")
             if served.count > 1_500_000 { #expect(!arrival.inMemory, "\(id) is over the sink's limit") }
         }
         // Every store was held until all had arrived: what came in memory was all held at once.
@@ -136,7 +139,8 @@ struct InMemoryStagingTests {
         #expect(small.count == 24)
         #expect(Int64(small.values.reduce(0) { $0 + $1.bytes.count }) > Pipeline.inMemoryStagingBudget)
         let inMemory = small.values.filter { $0.inMemory }.count
-        #expect(inMemory == small.count, "\(inMemory) of \(small.count) small files in memory: the budget did not come back")
+        #expect(
+            inMemory == small.count, "\(inMemory) of \(small.count) small files in memory: the budget did not come back")
         for (path, arrival) in arrivals {
             #expect(arrival.bytes == SizedTransport.bytes(String(path.dropLast(4))))
         }
