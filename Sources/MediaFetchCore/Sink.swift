@@ -110,8 +110,8 @@ extension Sink {
 /// A finished, verified download waiting in the staging directory (or, for a sink that takes small files so,
 /// in memory: ``contents``).
 public struct StagedFile: Sendable {
-    /// The file. Made with ``init(path:size:sha256:sourceURL:downloadedAt:)``, this URL is made from ``path``
-    /// each time it is read.
+    /// The file. Made with ``init(path:size:sha256:sourceURL:downloadedAt:contents:)``, this URL is made from
+    /// ``path`` each time it is read.
     public var url: URL {
         get { file.url }
         set { file = FileLocation(url: newValue) }
