@@ -192,14 +192,24 @@ struct CurlTransportTests {
         #expect(error?.code == .connectionFailed)
     }
 
-    @Test func aShortBodyIsTruncatedAndKeepsWhatArrived() async throws {
+    /// Streamed, or kept in memory (``DownloadRequest/keepInMemory``): either way what arrived is in the file.
+    @Test(arguments: [false, true])
+    func aShortBodyIsTruncatedAndKeepsWhatArrived(inMemory: Bool) async throws {
         let arrived = randomBytes(400, seed: 6)
         let head = "HTTP/1.1 200 OK\r\nContent-Length: 1000\r\nContent-Type: application/octet-stream\r\n\r\n"
         try await RawHTTPServer.with(response: head, body: arrived) { server in
             try await withTemporaryDirectory { directory in
                 let destination = directory.appendingPathComponent("short.bin")
-                let request = DownloadRequest(url: server.url, destination: destination)
+                var request = DownloadRequest(url: server.url, destination: destination)
+                let asked = Mutex(false)
+                if inMemory {
+                    request.keepInMemory = { _ in
+                        asked.withLock { $0 = true }
+                        return true
+                    }
+                }
                 let error = await transportError { try await transport.download(request) { _ in } }
+                #expect(asked.withLock { $0 } == inMemory)
                 #expect(error?.code == .truncated(expected: 1000, received: 400))
                 let kept = try Data(contentsOf: destination)
                 #expect(kept == arrived)

@@ -70,29 +70,6 @@ struct InMemoryBodyTests {
         await transport.shutdown()
     }
 
-    @Test func aShortBodyKeptInMemoryLeavesWhatArrivedInTheFile() async throws {
-        let transport = try CurlTransport(.init(concurrency: 4))
-        let arrived = randomBytes(400, seed: 12)
-        let head = "HTTP/1.1 200 OK\r\nContent-Length: 1000\r\nContent-Type: application/octet-stream\r\n\r\n"
-        try await RawHTTPServer.with(response: head, body: arrived) { server in
-            try await withTemporaryDirectory { directory in
-                let destination = directory.appendingPathComponent("short.part")
-                var request = DownloadRequest(url: server.url, destination: destination)
-                let asked = Mutex(false)
-                request.keepInMemory = { _ in
-                    asked.withLock { $0 = true }
-                    return true
-                }
-                let error = await transportError { try await transport.download(request) { _ in } }
-                #expect(asked.withLock { $0 })
-                #expect(error?.code == .truncated(expected: 1000, received: 400))
-                let kept = try Data(contentsOf: destination)
-                #expect(kept == arrived)
-            }
-        }
-        await transport.shutdown()
-    }
-
     /// Cancelled in the middle of a body kept in memory: what arrived is in the file, to resume from.
     @Test func aCancelledBodyKeptInMemoryLeavesWhatArrivedInTheFile() async throws {
         let server = try MockCatalogServer()
