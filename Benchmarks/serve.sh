@@ -11,6 +11,7 @@
 #   RUNS=25 MODES="none sse browser" Benchmarks/serve.sh   # for the goal: one run's spread here is wider than
 #                                              # 5%, so it takes many rounds, and the ratios within each round
 #   N=200 RUNS=1 MODES="none sse" Benchmarks/serve.sh
+#   HELPERS=/tmp/my_helpers.py Benchmarks/serve.sh    # an experiment's copy of serve_helpers.py instead
 set -euo pipefail
 N=${N:-2000}
 RUNS=${RUNS:-3}
@@ -28,7 +29,7 @@ if [[ " $MODES " == *" browser "* ]]; then
     "$ROOT/Scripts/install-python-tools"
     PYTHON="$ROOT/.build/tools/bin/python"
 fi
-HELPERS="$ROOT/Benchmarks/serve_helpers.py"
+HELPERS=${HELPERS:-"$ROOT/Benchmarks/serve_helpers.py"}
 
 WORK=$(mktemp -d /tmp/mediafetch-serve-bench.XXXXXX)
 PIDS=()
