@@ -2,7 +2,9 @@
 #ifndef MEDIAFETCH_CLINUX_SHIM_H
 #define MEDIAFETCH_CLINUX_SHIM_H
 
+#include <fcntl.h>
 #include <malloc.h>
+#include <unistd.h>
 #include <sys/vfs.h>
 #include <sys/xattr.h>
 
@@ -23,6 +25,19 @@ static inline int mf_start_write_out(int fd) {
 /// write-back error on this file that no descriptor opened before has seen. Returns 0, or -1 with errno.
 static inline int mf_wait_written(int fd) {
     return sync_file_range(fd, 0, 0, 1 | 2 | 4);
+}
+
+/// A new file without a name in the folder `folder` (O_TMPFILE, open for writing): it vanishes if closed before a
+/// link gives it one. Returns the descriptor, or -1 with errno (EOPNOTSUPP, EISDIR or EINVAL where the filesystem or
+/// kernel makes no such files).
+static inline int mf_open_unnamed(int folder, unsigned int mode) {
+    return openat(folder, ".", __O_TMPFILE | O_WRONLY | O_CLOEXEC, mode); // O_TMPFILE is __O_TMPFILE's, GNU only
+}
+
+/// Gives the unnamed file `fd` the name `name` in `folder` (linkat with AT_EMPTY_PATH), never over an existing
+/// name (EEXIST). Before Linux 6.10 this needs CAP_DAC_READ_SEARCH (ENOENT without it); /proc/self/fd is the other way.
+static inline int mf_link_unnamed(int fd, int folder, const char *name) {
+    return linkat(fd, "", folder, name, 0x1000); // AT_EMPTY_PATH, GNU only
 }
 
 /// The filesystem type of the one that holds fd (statfs's f_type), or 0 when it cannot be read.

@@ -1,5 +1,6 @@
 import CLinux
 import Foundation
+import Synchronization
 
 
 #if canImport(Glibc)
@@ -120,6 +121,131 @@ public struct SafePlacement: Sendable {
         guard fsync(folder.raw) == 0 else {
             throw failure("stored, but the folder could not be flushed to disk: \(errorText(errno))")
         }
+    }
+
+    /// Writes `contents` as the file at ``relativePath`` below `root`, for a sink that was handed the bytes in memory
+    /// (``StagedFile/contents``): with the same checks as ``placeKeepingFolder(_:root:)`` (each folder opened from
+    /// its parent without following a link), the bytes go into a file without a name in the final folder
+    /// (`O_TMPFILE`), `attributes` are set on it, `beforeNaming` runs (a flush), and only then is it linked in under
+    /// its name. A file of that name is replaced, never written through. Where the folder's filesystem makes no
+    /// unnamed files, a dot-file beside the final name, renamed over it, does the same (one a killed run left is
+    /// removed by the next, as ``copyIn(_:as:into:)``'s).
+    ///
+    /// For many small files this is the cheapest safe way in: one name made in the user's folder, as a plain
+    /// `open` makes it, where a staged file costs a name in the staging folder and a rename across folders (which
+    /// takes the filesystem's rename lock): 20,000 files of 10 KB from two threads, 1.0 s of system time against
+    /// 1.3 s, and 0.95 s for `open`, `write` and `close` in place.
+    /// - Parameters:
+    ///   - contents: the file's bytes.
+    ///   - root: the root's descriptor, from ``openRoot()``; it stays open.
+    ///   - attributes: extended attributes (a sink's mark) the file has before it has a name.
+    ///   - beforeNaming: called with the new file's descriptor and its folder's, after the bytes are written and
+    ///     before the name is given (flush the file there); what it throws leaves nothing behind.
+    /// - Returns: the folder the file now is in, not flushed (see ``placeKeepingFolder(_:root:)``).
+    /// - Throws: ``SinkError`` saying what blocked it; the final name then holds what it held before.
+    public func place(
+        contents: Data, root: Int32, attributes: [(name: String, value: [UInt8])] = [],
+        beforeNaming: (_ file: Int32, _ folder: Int32) async throws -> Void = { _, _ in }
+    ) async throws -> PlacedFolder {
+        let components = try validatedComponents()
+        guard let fileName = components.last else { throw failure("the planned path is empty") }
+        var folder = PlacedFolder(root: root)
+        var walked: [String] = []
+        for name in components.dropLast() {
+            walked.append(name)
+            folder = PlacedFolder(try openChild(name, of: folder.raw, walked: walked))
+        }
+        let current = folder.raw
+        var temporary: String?
+        var raw = Self.makesUnnamedFiles.load(ordering: .relaxed) ? mf_open_unnamed(current, 0o666) : -1
+        if raw < 0 {
+            // No unnamed files here (FUSE, NFS, an old kernel): a dot-file of ours beside the final name.
+            if Self.makesUnnamedFiles.load(ordering: .relaxed), errno == EOPNOTSUPP || errno == EISDIR || errno == EINVAL {
+                Self.makesUnnamedFiles.store(false, ordering: .relaxed)
+            }
+            removeLeftovers(in: current)
+            let name = "\(Self.temporaryPrefix)\(getpid())-\(UUID().uuidString.lowercased()).part"
+            raw = openat(current, name, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0o666)
+            guard raw >= 0 else { throw failure("cannot create a temporary file: \(errorText(errno))") }
+            temporary = name
+        }
+        let file = FileDescriptor(raw)
+        do {
+            try writeAll(contents, to: file.raw)
+            for (name, value) in attributes {
+                _ = value.withUnsafeBytes { fsetxattr(file.raw, name, $0.baseAddress, $0.count, 0) }
+            }
+            try await beforeNaming(file.raw, current)
+            if let temporary {
+                guard renameat(current, temporary, current, fileName) == 0 else {
+                    throw failure("cannot move the file into place: \(reason(errno))")
+                }
+            } else {
+                try name(file.raw, as: fileName, in: current)
+            }
+        } catch {
+            if let temporary { _ = unlinkat(current, temporary, 0) }
+            throw error
+        }
+        let closeError = file.closeChecked()
+        guard closeError == 0 else { throw failure("cannot write the file: \(errorText(closeError))") }
+        return folder
+    }
+
+    /// Whether this kernel's filesystems make unnamed files (`O_TMPFILE`); false after one refused, so that a
+    /// collection on a filesystem without them is not asked again for each file.
+    private static let makesUnnamedFiles = Atomic(true)
+    /// Whether an unnamed file can be linked by its descriptor (`AT_EMPTY_PATH`, which before Linux 6.10 needs
+    /// CAP_DAC_READ_SEARCH); false once it was refused and `/proc/self/fd` served instead.
+    private static let linksByDescriptor = Atomic(true)
+
+    /// Links the unnamed file `file` in as `fileName`; a file of that name is replaced through a dot-file of ours
+    /// renamed over it, as a rename would replace it.
+    private func name(_ file: Int32, as fileName: String, in folder: Int32) throws(SinkError) {
+        var code = link(file, as: fileName, in: folder)
+        if code == EEXIST {
+            let temporary = "\(Self.temporaryPrefix)\(getpid())-\(UUID().uuidString.lowercased()).part"
+            code = link(file, as: temporary, in: folder)
+            if code == 0 {
+                if renameat(folder, temporary, folder, fileName) == 0 { return }
+                code = errno
+                _ = unlinkat(folder, temporary, 0)
+            }
+        }
+        guard code == 0 else { throw failure("cannot move the file into place: \(reason(code))") }
+    }
+
+    /// `linkat` of an unnamed file; 0 or the errno.
+    private func link(_ file: Int32, as name: String, in folder: Int32) -> Int32 {
+        var refused: Int32 = 0
+        if Self.linksByDescriptor.load(ordering: .relaxed) {
+            if mf_link_unnamed(file, folder, name) == 0 { return 0 }
+            refused = errno
+            guard refused == ENOENT || refused == EPERM else { return refused }
+        }
+        guard linkat(AT_FDCWD, "/proc/self/fd/\(file)", folder, name, AT_SYMLINK_FOLLOW) == 0 else {
+            return refused != 0 ? refused : errno
+        }
+        // The descriptor's way was refused for want of the capability, not for the folder: /proc from now on.
+        if refused != 0 { Self.linksByDescriptor.store(false, ordering: .relaxed) }
+        return 0
+    }
+
+    /// Writes all of `contents` to `file`.
+    private func writeAll(_ contents: Data, to file: Int32) throws(SinkError) {
+        let failed: Int32? = contents.withUnsafeBytes { bytes in
+            var written = 0
+            while written < bytes.count {
+                let result = Glibc.write(file, bytes.baseAddress.map { $0 + written }, bytes.count - written)
+                if result < 0 {
+                    if errno == EINTR { continue }
+                    return errno
+                }
+                written += result
+            }
+            return nil
+        }
+        if let failed { throw failure("cannot write the file: \(errorText(failed))") }
     }
 
     /// The folder a placed file is in (``placeKeepingFolder(_:root:)``): the caller's root, which stays the
