@@ -333,16 +333,21 @@ public final class DirectorySink: Sink {
                 throw placement.failure("cannot flush the file to disk: \(errorText(errno))")
             }
         }
-        guard sync else { return }
+        if sync { try await flushFolder(folder.raw, by: flush, placement) }
+    }
+
+    /// Flushes the folder a file was just named in: with the group's shared `fsync` when there is a group (and on
+    /// its own if that fails: from then on every store flushes its own), else on its own.
+    private func flushFolder(_ folder: Int32, by flush: GroupFlush?, _ placement: SafePlacement) async throws {
         if let flush {
             do {
-                try await flush.flushFolder(folder.raw)
+                try await flush.flushFolder(folder)
                 return
             } catch {
                 stopGroupFlushing()
             }
         }
-        guard fsync(folder.raw) == 0 else {
+        guard fsync(folder) == 0 else {
             throw placement.failure(
                 "the file is in place, but its folder could not be flushed to disk (\(errorText(errno))); "
                     + "it is not recorded as stored, so the next run fetches it again")
@@ -389,16 +394,7 @@ public final class DirectorySink: Sink {
         try grouped.checkWrittenBack(staged)
         // Open until the flush is done: the root is held by the sink, a folder below it by `placed`.
         let placed = try grouped.placeKeepingFolder(staged, root: root.raw)
-        do {
-            try await flush.flushFolder(placed.raw)
-        } catch {
-            stopGroupFlushing()
-            guard fsync(placed.raw) == 0 else {
-                throw grouped.failure(
-                    "the file is in place, but its folder could not be flushed to disk (\(errorText(errno))); "
-                        + "it is not recorded as stored, so the next run fetches it again")
-            }
-        }
+        try await flushFolder(placed.raw, by: flush, grouped)
     }
 
     deinit {

@@ -39,9 +39,10 @@ public protocol Sink: Sendable {
     var commitsEachStore: Bool { get }
 
     /// The largest file, in bytes, that the pipeline may hand to ``store(_:as:)`` in memory
-    /// (``StagedFile/contents``) instead of in the staging folder; 0, the default, for always a file. Worth it
-    /// only to a sink that copies the bytes elsewhere (an object store's uploads): a small file then never
-    /// touches the disk on its way. The pipeline holds all such files of a run within a bound of its own
+    /// (``StagedFile/contents``) instead of in the staging folder; 0, the default, for always a file. Worth it to
+    /// a sink that copies the bytes elsewhere (an object store's uploads: a small file then never touches the disk
+    /// on its way), and to one that writes files (the directory sink writes them straight into their folder,
+    /// ``SafePlacement/place(contents:root:attributes:beforeNaming:)``, sparing a staging file and a rename). The pipeline holds all such files of a run within a bound of its own
     /// (``Pipeline/inMemoryStagingBudget``), whatever the concurrency, and stages the rest as files; a
     /// transport that does not keep bodies in memory leaves them all files. Ignored for a sink that does not
     /// ``commitsEachStore`` (its files must stay until the commit). Must not change over the sink's life; a sink

@@ -86,15 +86,8 @@ public struct SafePlacement: Sendable {
     ///   - root: the root's descriptor, from ``openRoot()``; it stays open.
     /// - Returns: the folder the file now is in: the root itself, or a folder below it (closed with the value).
     public func placeKeepingFolder(_ staged: String, root: Int32) throws(SinkError) -> PlacedFolder {
-        let components = try validatedComponents()
-        guard let fileName = components.last else { throw failure("the planned path is empty") }
-        // Each level is opened from its parent without following a link; the last one opened is the file's.
-        var folder = PlacedFolder(root: root)
-        var walked: [String] = []
-        for name in components.dropLast() {
-            walked.append(name)
-            folder = PlacedFolder(try openChild(name, of: folder.raw, walked: walked))
-        }
+        var fileName = ""
+        let folder = try openFolder(root: root, fileName: &fileName)
         let current = folder.raw
         try checkStaged(staged)
 
@@ -147,14 +140,8 @@ public struct SafePlacement: Sendable {
         contents: Data, root: Int32, attributes: [(name: String, value: [UInt8])] = [],
         beforeNaming: (_ file: Int32, _ folder: Int32) async throws -> Void = { _, _ in }
     ) async throws -> PlacedFolder {
-        let components = try validatedComponents()
-        guard let fileName = components.last else { throw failure("the planned path is empty") }
-        var folder = PlacedFolder(root: root)
-        var walked: [String] = []
-        for name in components.dropLast() {
-            walked.append(name)
-            folder = PlacedFolder(try openChild(name, of: folder.raw, walked: walked))
-        }
+        var fileName = ""
+        let folder = try openFolder(root: root, fileName: &fileName)
         let current = folder.raw
         var temporary: String?
         var raw = Self.makesUnnamedFiles.load(ordering: .relaxed) ? mf_open_unnamed(current, 0o666) : -1
@@ -189,6 +176,21 @@ public struct SafePlacement: Sendable {
         }
         let closeError = file.closeChecked()
         guard closeError == 0 else { throw failure("cannot write the file: \(errorText(closeError))") }
+        return folder
+    }
+
+    /// The folder ``relativePath``'s file goes in, each level opened from its parent without following a link
+    /// (created when missing); `fileName` is set to the file's name.
+    private func openFolder(root: Int32, fileName: inout String) throws(SinkError) -> PlacedFolder {
+        let components = try validatedComponents()
+        guard let last = components.last else { throw failure("the planned path is empty") }
+        fileName = last
+        var folder = PlacedFolder(root: root)
+        var walked: [String] = []
+        for name in components.dropLast() {
+            walked.append(name)
+            folder = PlacedFolder(try openChild(name, of: folder.raw, walked: walked))
+        }
         return folder
     }
 
