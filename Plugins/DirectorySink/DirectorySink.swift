@@ -299,12 +299,13 @@ public final class DirectorySink: Sink {
         return plan.relativePath
     }
 
-    /// Files up to 1 MiB come in memory (``Sink/inMemoryStagingLimit``): a small file then makes one name, in its
+    /// Files up to 64 KiB come in memory (``Sink/inMemoryStagingLimit``): a small file then makes one name, in its
     /// own folder, instead of a staging file's and a rename across folders. The rename was the largest single
     /// cost of a run of many small files (a seventh of its CPU at 20,000 x 10 KB, with the filesystem's rename
-    /// lock taken by each). A download cut short is still written to the staging folder for a resume; a `kill -9`
-    /// loses the bytes in memory, at most the run's 8 MiB budget.
-    public var inMemoryStagingLimit: Int64 { 1 << 20 }
+    /// lock taken by each). Not previews (300 KB to 1.2 MB): their bytes stay on disk as they arrive, so that
+    /// `mediafetch status` shows them partial and a run killed mid-way resumes them (a download cut short in memory
+    /// is written out too, but a `kill -9` loses it); for them a rename is a small part of the cost.
+    public var inMemoryStagingLimit: Int64 { 64 << 10 }
 
     /// Stores bytes handed over in memory (``SafePlacement/place(contents:root:attributes:beforeNaming:)``),
     /// marked before they have a name; when ``sync``, flushed before the name (by the group flush when the folder

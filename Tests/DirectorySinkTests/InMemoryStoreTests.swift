@@ -25,14 +25,14 @@ struct InMemoryStoreTests {
 
     @Test func theSinkTakesSmallFilesInMemory() throws {
         let fixture = try Fixture()
-        #expect(try sink(fixture, sync: true).inMemoryStagingLimit == 1 << 20)
+        #expect(try sink(fixture, sync: true).inMemoryStagingLimit == 64 << 10)
     }
 
     @Test(arguments: [false, true])
     func storesTheBytesMarkedUnderTheirNameAndNothingElse(sync: Bool) async throws {
         let fixture = try Fixture()
         let sink = try sink(fixture, sync: sync)
-        let bytes = Data((0..<100_000).map { UInt8(truncatingIfNeeded: $0 &* 7) })
+        let bytes = Data((0..<60_000).map { UInt8(truncatingIfNeeded: $0 &* 7) })
         let plan = try await sink.plan(song("1", title: "Upside Down"), asset: .preview)
 
         let stored = try await sink.store(inMemory(bytes, fixture), as: plan)
