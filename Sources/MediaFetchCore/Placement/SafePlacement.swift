@@ -122,7 +122,7 @@ public struct SafePlacement: Sendable {
     /// (`O_TMPFILE`), `attributes` are set on it, `beforeNaming` runs (a flush), and only then is it linked in under
     /// its name. A file of that name is replaced, never written through. Where the folder's filesystem makes no
     /// unnamed files, a dot-file beside the final name, renamed over it, does the same (one a killed run left is
-    /// removed by the next, as ``copyIn(_:as:into:)``'s).
+    /// removed by the next, as a copy's temporary across filesystems is).
     ///
     /// For many small files this is the cheapest safe way in: one name made in the user's folder, as a plain
     /// `open` makes it, where a staged file costs a name in the staging folder and a rename across folders (which
@@ -206,6 +206,8 @@ public struct SafePlacement: Sendable {
     private func name(_ file: Int32, as fileName: String, in folder: Int32) throws(SinkError) {
         var code = link(file, as: fileName, in: folder)
         if code == EEXIST {
+            // Rare (a file fetched again): a killed run's dot-file from this moment is removed here, as copyIn's.
+            removeLeftovers(in: folder)
             let temporary = "\(Self.temporaryPrefix)\(getpid())-\(UUID().uuidString.lowercased()).part"
             code = link(file, as: temporary, in: folder)
             if code == 0 {
