@@ -271,32 +271,33 @@ public final class DirectorySink: Sink {
         // Marked before it gets its name, so the name is never without the mark. A filesystem that keeps no
         // user attributes refuses it: its runs then number around what they did not record (see ownerAttribute).
         let mark = Self.ownerMark(of: plan.item.id, asset: plan.asset)
-        let root = try rootFolder(placement)
         if let contents = file.contents {
             // Kept in memory (inMemoryStagingLimit): written into its folder unnamed, and named once complete.
-            do {
+            try await intoRoot(placement) { root in
                 try await place(contents, marked: mark, with: placement, into: root)
-            } catch let error as SinkError {
-                guard root.isGone else { throw error }
-                openRoot.withLock { if $0 === root { $0 = nil } }
-                try await place(contents, marked: mark, with: placement, into: try rootFolder(placement))
             }
-            collector.stored(plan, file: file)
-            return plan.relativePath
-        }
-        _ = mark.withUnsafeBytes { lsetxattr(staged, Self.ownerAttribute, $0.baseAddress, $0.count, 0) }
-        let flush = sync ? try groupFlush(covering: staged) : nil
-        do {
-            try await place(staged, with: placement, into: root, flushedBy: flush)
-        } catch let error as SinkError {
-            // The root held open was removed (or moved away) since: the store goes where the path leads now,
-            // as it did when each store opened the root, created again when missing.
-            guard root.isGone else { throw error }
-            openRoot.withLock { if $0 === root { $0 = nil } }
-            try await place(staged, with: placement, into: try rootFolder(placement), flushedBy: flush)
+        } else {
+            _ = mark.withUnsafeBytes { lsetxattr(staged, Self.ownerAttribute, $0.baseAddress, $0.count, 0) }
+            let flush = sync ? try groupFlush(covering: staged) : nil
+            try await intoRoot(placement) { root in
+                try await place(staged, with: placement, into: root, flushedBy: flush)
+            }
         }
         collector.stored(plan, file: file)
         return plan.relativePath
+    }
+
+    /// Runs `store` into the root held open; when it fails because that root was removed (or moved away) since,
+    /// once more where the path leads now, as when each store opened the root, created again when missing.
+    private func intoRoot(_ placement: SafePlacement, _ store: (OpenFolder) async throws -> Void) async throws {
+        let root = try rootFolder(placement)
+        do {
+            try await store(root)
+        } catch let error as SinkError {
+            guard root.isGone else { throw error }
+            openRoot.withLock { if $0 === root { $0 = nil } }
+            try await store(try rootFolder(placement))
+        }
     }
 
     /// Files up to 64 KiB come in memory (``Sink/inMemoryStagingLimit``): a small file then makes one name, in its

@@ -147,7 +147,8 @@ public struct SafePlacement: Sendable {
         var raw = Self.makesUnnamedFiles.load(ordering: .relaxed) ? mf_open_unnamed(current, 0o666) : -1
         if raw < 0 {
             // No unnamed files here (FUSE, NFS, an old kernel): a dot-file of ours beside the final name.
-            if Self.makesUnnamedFiles.load(ordering: .relaxed), errno == EOPNOTSUPP || errno == EISDIR || errno == EINVAL {
+            let refused = errno
+            if Self.makesUnnamedFiles.load(ordering: .relaxed), [EOPNOTSUPP, EISDIR, EINVAL].contains(refused) {
                 Self.makesUnnamedFiles.store(false, ordering: .relaxed)
             }
             removeLeftovers(in: current)
