@@ -10,11 +10,14 @@ import Synchronization
 /// so libcurl is only ever called from it.
 ///
 /// `@unchecked Sendable`: ``inbox`` is behind a `Mutex`; ``multi`` is only used by the engine thread apart
-/// from `wakeup`, which is thread-safe; the rest is immutable.
+/// from `wakeup`, which is thread-safe and made under ``waking`` (as is the engine's replacing of its handle,
+/// so that a wakeup never meets a freed one); ``running`` and ``connections`` are atomics; the rest is immutable.
 final class CurlEngine: @unchecked Sendable {
     private enum Command {
         case add(CurlTransfer)
         case cancel(CurlTransfer)
+        /// New connection limits; on standby, the engine closes its idle connections once its transfers end.
+        case resize(connections: Int, perHost: Int, standby: Bool)
     }
 
     private struct Inbox {
@@ -30,13 +33,18 @@ final class CurlEngine: @unchecked Sendable {
 
     private let multi: CurlMulti
     private let inbox = Mutex(Inbox())
+    /// Held for a wakeup and for replacing the multi handle: a lock of its own, so that a command's sender does not
+    /// hold the inbox (which the engine takes twice a round) through the wakeup's system call.
+    private let waking = Mutex(())
     private let running = Atomic(0)
+    /// Transfers reserved for this engine since it began (for tests).
+    let started = Atomic(0)
     /// Connections this engine may open: what its load is measured against.
-    let capacity: Int
+    private let connections: Atomic<Int>
 
     init(maxConnections: Int, maxPerHost: Int, name: String = "mediafetch.curl") throws(TransportError) {
         multi = try CurlMulti(maxConnections: maxConnections, maxPerHost: maxPerHost)
-        capacity = max(1, maxConnections)
+        connections = Atomic(max(1, maxConnections))
         // The thread holds the engine until it ends, so the multi handle outlives every call libcurl makes.
         let thread = Thread { [self] in run() }
         thread.name = name
@@ -44,11 +52,21 @@ final class CurlEngine: @unchecked Sendable {
     }
 
     /// Transfers reserved for this engine and not yet ended, as a share of its connections.
-    var load: Double { Double(running.load(ordering: .relaxed)) / Double(capacity) }
+    var load: Double {
+        Double(running.load(ordering: .relaxed)) / Double(connections.load(ordering: .relaxed))
+    }
+
+    /// Gives the engine new connection limits, from the next transfer it starts on. `standby` says that no
+    /// transfer will come for a while: once those it runs have ended, it closes the connections it keeps.
+    func resize(connections: Int, perHost: Int, standby: Bool) {
+        self.connections.store(max(1, connections), ordering: .relaxed)
+        send { $0.commands.append(.resize(connections: connections, perHost: perHost, standby: standby)) }
+    }
 
     /// Counts a transfer that ``perform(_:)`` will run; the caller picks an engine and reserves it in one step.
     func reserve() {
         running.add(1, ordering: .relaxed)
+        started.add(1, ordering: .relaxed)
     }
 
     /// Runs a transfer reserved with ``reserve()`` to its end. Cancelling the calling task removes this
@@ -82,14 +100,18 @@ final class CurlEngine: @unchecked Sendable {
     /// `curl_multi_poll`; a thread that is busy finds the commands at the top of its loop.
     private func send<T: Sendable>(_ change: (inout Inbox) -> T) -> T {
         let (result, polling) = inbox.withLock { inbox in (change(&inbox), inbox.polling) }
-        if polling { multi.wakeup() }
+        if polling { wake() }
         return result
+    }
+
+    private func wake() {
+        waking.withLock { _ in multi.wakeup() }
     }
 
     /// Asks the thread to end, failing what is still running; returns at once.
     func stop() {
         inbox.withLock { $0.stopping = true }
-        multi.wakeup()
+        wake()
     }
 
     /// Asks the thread to end and waits until it did.
@@ -100,7 +122,7 @@ final class CurlEngine: @unchecked Sendable {
                 if !inbox.stopped { inbox.stopWaiters.append(continuation) }
                 return inbox.stopped
             }
-            if done { continuation.resume() } else { multi.wakeup() }
+            if done { continuation.resume() } else { wake() }
         }
     }
 
@@ -120,6 +142,9 @@ final class CurlEngine: @unchecked Sendable {
         // Whether any transfer added since the engine started pays into a rate limit: without one no transfer
         // ever pauses, and the two looks at every active transfer each round are spared.
         var mayPause = false
+        // Whether the transport sends this engine nothing for now, and whether it closed its connections since.
+        var standby = false
+        var closed = false
         var problem: TransportError?
         while problem == nil {
             let (commands, stopping) = inbox.withLock { inbox in
@@ -142,9 +167,17 @@ final class CurlEngine: @unchecked Sendable {
                     active[transfer.easy.handle] = nil
                     try? multi.remove(transfer.easy)
                     transfer.complete(stopped: TransportError(.cancelled, url: transfer.easy.url))
+                case .resize(let connections, let perHost, let resting):
+                    do {
+                        try multi.setLimits(connections: connections, perHost: perHost)
+                    } catch {
+                        problem = error
+                    }
+                    standby = resting
+                    closed = false
                 }
             }
-            if stopping { break }
+            if stopping || problem != nil { break }
             // Transfers the rate limit paused go on when their time has come.
             if mayPause {
                 let now = ContinuousClock.now
@@ -166,6 +199,12 @@ final class CurlEngine: @unchecked Sendable {
                     guard let transfer = active.removeValue(forKey: handle) else { continue }
                     try? multi.remove(transfer.easy)
                     transfer.complete(result)
+                }
+                // Idle connections of an engine on standby would count against the limits that the engine taking
+                // its transfers now has: closed once its last transfer ended.
+                if standby && !closed && active.isEmpty {
+                    try waking.withLock { _ throws(TransportError) in try multi.closeConnections() }
+                    closed = true
                 }
                 // Pauses are set while libcurl runs the callbacks: the poll wakes for the earliest to end.
                 let wake = mayPause ? active.values.lazy.compactMap(\.pausedUntil).min() : nil

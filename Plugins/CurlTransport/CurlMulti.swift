@@ -6,33 +6,58 @@ import MediaFetchCore
 /// connections, and its limits cap connections per host and in all.
 ///
 /// `@unchecked Sendable`: only the engine's thread calls into it, except ``wakeup()``, which libcurl documents
-/// as safe to call from any thread.
+/// as safe to call from any thread; the engine makes that call and ``closeConnections()`` under one lock of its
+/// own, so a wakeup never meets a handle being replaced.
 final class CurlMulti: @unchecked Sendable {
-    private let handle: UnsafeMutableRawPointer
+    private var handle: UnsafeMutableRawPointer
+    private var limits: (connections: Int, perHost: Int)
 
     init(maxConnections: Int, maxPerHost: Int) throws(TransportError) {
         let global = CurlGlobal.initialized
         guard global == CURLE_OK else {
             throw TransportError(.other, url: nil, detail: "curl_global_init: " + CurlEasy.describe(global))
         }
-        guard let handle = curl_multi_init() else {
-            throw TransportError(.other, url: nil, detail: "curl_multi_init failed")
-        }
-        self.handle = handle
-        try check(
-            mf_multi_setopt_long(handle, CURLMOPT_MAX_TOTAL_CONNECTIONS, maxConnections),
-            "CURLMOPT_MAX_TOTAL_CONNECTIONS")
-        try check(
-            mf_multi_setopt_long(handle, CURLMOPT_MAX_HOST_CONNECTIONS, maxPerHost),
-            "CURLMOPT_MAX_HOST_CONNECTIONS")
-        // Several transfers share one HTTP/2 connection when the server offers it.
-        try check(mf_multi_setopt_long(handle, CURLMOPT_PIPELINING, CURLPIPE_MULTIPLEX), "CURLMOPT_PIPELINING")
-        // Keep every connection the limits allow, so that no transfer waits for a fresh handshake.
-        try check(mf_multi_setopt_long(handle, CURLMOPT_MAXCONNECTS, maxConnections), "CURLMOPT_MAXCONNECTS")
+        handle = try Self.makeHandle()
+        limits = (maxConnections, maxPerHost)
+        try setUp()
     }
 
     deinit {
         curl_multi_cleanup(handle)
+    }
+
+    private static func makeHandle() throws(TransportError) -> UnsafeMutableRawPointer {
+        guard let handle = curl_multi_init() else {
+            throw TransportError(.other, url: nil, detail: "curl_multi_init failed")
+        }
+        return handle
+    }
+
+    private func setUp() throws(TransportError) {
+        try setLimits(connections: limits.connections, perHost: limits.perHost)
+        // Several transfers share one HTTP/2 connection when the server offers it.
+        try check(mf_multi_setopt_long(handle, CURLMOPT_PIPELINING, CURLPIPE_MULTIPLEX), "CURLMOPT_PIPELINING")
+    }
+
+    /// Caps connections in all and to one host. A lower cap holds new connections back at once; connections
+    /// over it that are open already close as their transfers end (the cache keeps no more than the cap).
+    func setLimits(connections: Int, perHost: Int) throws(TransportError) {
+        limits = (connections, perHost)
+        try check(
+            mf_multi_setopt_long(handle, CURLMOPT_MAX_TOTAL_CONNECTIONS, connections),
+            "CURLMOPT_MAX_TOTAL_CONNECTIONS")
+        try check(mf_multi_setopt_long(handle, CURLMOPT_MAX_HOST_CONNECTIONS, perHost), "CURLMOPT_MAX_HOST_CONNECTIONS")
+        // Keep every connection the limits allow, so that no transfer waits for a fresh handshake.
+        try check(mf_multi_setopt_long(handle, CURLMOPT_MAXCONNECTS, connections), "CURLMOPT_MAXCONNECTS")
+    }
+
+    /// Closes every connection kept for reuse, by replacing the multi handle with a new one of the same limits.
+    /// Only while no transfer is added, and under the lock that ``wakeup()``'s callers hold.
+    func closeConnections() throws(TransportError) {
+        let fresh = try Self.makeHandle()
+        curl_multi_cleanup(handle)
+        handle = fresh
+        try setUp()
     }
 
     func add(_ easy: CurlEasy) throws(TransportError) {

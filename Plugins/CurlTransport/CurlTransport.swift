@@ -10,7 +10,11 @@ import Synchronization
 /// One thread receiving and writing every byte is what bounds `curl -Z`: on loopback its single thread
 /// is busy all the time. Two engines (the `threads` option) split that work across two cores; each owns
 /// its share of the connection limits, and a transfer goes to the engine with the fewest running for its
-/// connections.
+/// connections. While the bodies are small (under 64 KiB on average over the last 32 downloads), there are
+/// few bytes to split and a second thread only adds thread switches to each transfer: the first engine
+/// then takes every transfer and the whole limits, and the others close their connections once their
+/// transfers end. This needs the per-host limit to be the whole limit (the default), so that a host never
+/// has more connections than ``Configuration/perHost`` while the limits move.
 ///
 /// Downloads go straight from libcurl's buffer into the file with `pwrite(2)`; resume uses `Range` with
 /// `If-Range`, and the status is looked at before the first body byte is written, so a refused resume
@@ -43,7 +47,8 @@ public final class CurlTransport: Transport {
         /// Bytes a second for all downloads together (see ``RateLimiter``); nil is unlimited.
         public var maxRate: Int64?
         /// Engine threads (each with its own multi handle and connections); at most `concurrency` and
-        /// `perHost`, so that the limits split without rounding up.
+        /// `perHost`, so that the limits split without rounding up. The most that run at once: while recent
+        /// bodies are small, one engine takes every transfer (see ``CurlTransport``).
         public var threads: Int
 
         public init(
@@ -90,6 +95,8 @@ public final class CurlTransport: Transport {
     /// configured headers cannot be sent (each download then reports why).
     private let plainDownloadHeaders: CurlHeaderList?
     private let engines: [CurlEngine]
+    /// Whether the engines in use follow the size of the bodies (see ``EngineChoice``).
+    private let adaptive: Bool
     private let limiter: RateLimiter?
     /// The memory of download bodies kept in memory, when a request allows it (``DownloadRequest/keepInMemory``).
     private let bodies = BodyArena()
@@ -111,6 +118,8 @@ public final class CurlTransport: Transport {
                 maxConnections: share(configuration.concurrency, index),
                 maxPerHost: share(configuration.perHost, index), name: "mediafetch.curl.\(index)")
         }
+        shares = (0..<count).map { (share(configuration.concurrency, $0), share(configuration.perHost, $0)) }
+        adaptive = count > 1 && configuration.perHost >= configuration.concurrency
     }
 
     deinit {
@@ -121,19 +130,45 @@ public final class CurlTransport: Transport {
         for engine in engines { await engine.shutdown() }
     }
 
-    private let picking = Mutex(())
+    /// Each engine's share of the connection limits, in all and to one host.
+    private let shares: [(connections: Int, perHost: Int)]
+    private let picking = Mutex(EngineChoice())
     /// Easy handles of finished transfers, for the next ones.
     private let handles = CurlHandlePool()
 
-    /// The engine with the fewest transfers for its connections, reserved for one more: picking and
-    /// counting in one step, so that transfers started together spread out.
+    /// The engine with the fewest transfers for its connections, or the first while bodies are small, reserved
+    /// for one more: picking and counting in one step, so that transfers started together spread out.
     private func reserveEngine() -> CurlEngine {
-        picking.withLock { _ in
-            let engine = engines.min { $0.load < $1.load } ?? engines[0]
+        picking.withLock { choice in
+            let engine = choice.single ? engines[0] : engines.min { $0.load < $1.load } ?? engines[0]
             engine.reserve()
             return engine
         }
     }
+
+    /// Counts a finished download's body; when that moves the choice between one engine and all, gives the
+    /// engines their new limits (under the same lock as the picking, so limits and picks change in one order).
+    private func record(body bytes: Int64) {
+        guard adaptive else { return }
+        picking.withLock { choice in
+            guard choice.record(bytes: bytes) else { return }
+            for (index, engine) in engines.enumerated() {
+                if !choice.single {
+                    engine.resize(connections: shares[index].connections, perHost: shares[index].perHost, standby: false)
+                } else if index == 0 {
+                    engine.resize(connections: configuration.concurrency, perHost: configuration.perHost, standby: false)
+                } else {
+                    engine.resize(connections: shares[index].connections, perHost: shares[index].perHost, standby: true)
+                }
+            }
+        }
+    }
+
+    /// Whether one engine takes every transfer now (for tests).
+    var usesOneEngine: Bool { picking.withLock { $0.single } }
+
+    /// Transfers reserved for each engine since the transport began (for tests).
+    var startedByEngine: [Int] { engines.map { $0.started.load(ordering: .relaxed) } }
 
     public func send(_ request: HTTPRequest) async throws -> HTTPResponse {
         if let error = TransportError.checkScheme(request.url) { throw error }
@@ -218,6 +253,7 @@ public final class CurlTransport: Transport {
         try await reserveEngine().perform(transfer)
         let written = transfer.file?.written ?? 0
         let base = transfer.file?.base ?? 0
+        record(body: written)
         return DownloadResult(
             status: transfer.status, headers: transfer.headers, url: easy.effectiveURL ?? request.url,
             bytesWritten: written, fileSize: base + written, validator: Validator(headers: transfer.headers),
@@ -302,5 +338,33 @@ final class CurlHandlePool: @unchecked Sendable {
         lock.lock()
         defer { lock.unlock() }
         if idle.count < Self.limit { idle.append(easy) }
+    }
+}
+
+/// Whether a transport's transfers go to its first engine alone or to all of them, by the size of the bodies it
+/// downloaded last: their mean over the first 32, then a moving average over about the last 32 (so that one large
+/// file among small ones moves nothing). Nothing changes before 32 bodies are in, so that a short run, or one whose
+/// first files are not like the rest, keeps its connections; and a gap between the two thresholds keeps mixed
+/// sizes from flipping the choice back and forth.
+struct EngineChoice {
+    /// Below this average, one engine takes every transfer.
+    static let small = Double(64 << 10)
+    /// Above this average, every engine takes its share again.
+    static let large = Double(128 << 10)
+    /// Bodies counted before the choice may change, and the reach of the moving average.
+    static let window = 32
+
+    private(set) var single = false
+    private var average = 0.0
+    private var counted = 0
+
+    /// Counts a finished download of `bytes`; true when that changed ``single``.
+    mutating func record(bytes: Int64) -> Bool {
+        counted += 1
+        average += (Double(bytes) - average) / Double(min(counted, Self.window))
+        guard counted >= Self.window else { return false }
+        let next = single ? average <= Self.large : average < Self.small
+        defer { single = next }
+        return next != single
     }
 }
