@@ -99,7 +99,10 @@ final class GroupFlush: @unchecked Sendable {
             let closed = state.closed
             if !closed {
                 state.waiting.append(Waiter(continuation: continuation, folder: folder))
-                condition.signal()
+                // The thread waits for a first store, then for a group's worth: woken for each store, it would
+                // only count them and wait again (a thread switch a file).
+                let count = state.waiting.count
+                if count == 1 || count >= gatherTarget { condition.signal() }
             }
             condition.unlock()
             if closed { continuation.resume(throwing: SinkError("the group flush was closed")) }
