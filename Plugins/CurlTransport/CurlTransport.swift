@@ -13,8 +13,10 @@ import Synchronization
 /// connections. While the bodies are small (under 64 KiB on average over the last 32 downloads), there are
 /// few bytes to split and a second thread only adds thread switches to each transfer: the first engine
 /// then takes every transfer and the whole limits, and the others close their connections once their
-/// transfers end. This needs the per-host limit to be the whole limit (the default), so that a host never
-/// has more connections than ``Configuration/perHost`` while the limits move.
+/// transfers end. This needs the per-host limit to be the whole limit (the default): then, with no more
+/// transfers at once than ``Configuration/concurrency`` (what the runner starts), a host never has more
+/// connections in use than ``Configuration/perHost`` while the limits move. Connections an engine keeps over
+/// its new share close as its transfers end.
 ///
 /// Downloads go straight from libcurl's buffer into the file with `pwrite(2)`; resume uses `Range` with
 /// `If-Range`, and the status is looked at before the first body byte is written, so a refused resume
