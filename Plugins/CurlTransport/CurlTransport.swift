@@ -115,12 +115,14 @@ public final class CurlTransport: Transport {
         let count = configuration.threads
         // Engine i gets its share of each limit; the shares add up to the limit exactly.
         let share = { (limit: Int, index: Int) in limit / count + (index < limit % count ? 1 : 0) }
-        engines = try (0..<count).map { index in
-            try CurlEngine(
-                maxConnections: share(configuration.concurrency, index),
-                maxPerHost: share(configuration.perHost, index), name: "mediafetch.curl.\(index)")
+        let shares = (0..<count).map {
+            (connections: share(configuration.concurrency, $0), perHost: share(configuration.perHost, $0))
         }
-        shares = (0..<count).map { (share(configuration.concurrency, $0), share(configuration.perHost, $0)) }
+        engines = try shares.enumerated().map { index, limits in
+            try CurlEngine(
+                maxConnections: limits.connections, maxPerHost: limits.perHost, name: "mediafetch.curl.\(index)")
+        }
+        self.shares = shares
         adaptive = count > 1 && configuration.perHost >= configuration.concurrency
     }
 
@@ -155,13 +157,11 @@ public final class CurlTransport: Transport {
         picking.withLock { choice in
             guard choice.record(bytes: bytes) else { return }
             for (index, engine) in engines.enumerated() {
-                if !choice.single {
-                    engine.resize(connections: shares[index].connections, perHost: shares[index].perHost, standby: false)
-                } else if index == 0 {
-                    engine.resize(connections: configuration.concurrency, perHost: configuration.perHost, standby: false)
-                } else {
-                    engine.resize(connections: shares[index].connections, perHost: shares[index].perHost, standby: true)
-                }
+                // The first engine takes the whole limits while it runs alone; the others keep their shares.
+                let limits =
+                    choice.single && index == 0
+                    ? (connections: configuration.concurrency, perHost: configuration.perHost) : shares[index]
+                engine.resize(connections: limits.connections, perHost: limits.perHost, standby: choice.single && index > 0)
             }
         }
     }
