@@ -205,9 +205,15 @@ public final class DirectorySink: Sink {
     /// The value of ``ownerAttribute`` for an item's asset: `asset:id`, or its digest when that is longer than
     /// ``ownerMarkLimit`` (an asset named `sha256` aside, the two never meet).
     static func ownerMark(of id: String, asset: AssetKind) -> [UInt8] {
-        let text = asset.rawValue + ":" + id
+        var text = asset.rawValue + ":" + id
         guard text.utf8.count > ownerMarkLimit else { return Array(text.utf8) }
-        return Array(("sha256:" + SHA256.hex(of: Data(text.utf8)).prefix(32)).utf8)
+        // Digested in place and written as bytes: through Data and a String of the whole digest this was 14,000
+        // instructions a stored file of a URL list, in callgrind counts, where the digest itself takes 5,000.
+        return text.withUTF8 { bytes in
+            SHA256.withDigest(of: UnsafeRawBufferPointer(bytes)) { digest in
+                Array("sha256:".utf8) + SHA256.hexDigits(UnsafeBufferPointer(rebasing: digest.prefix(16))).utf8
+            }
+        }
     }
 
     /// The mark builds of 2 Dec 2026 wrote, where it differs from ``ownerMark(of:asset:)`` (`asset:id` for an id of

@@ -134,6 +134,17 @@ struct FilesBeforeTheRunTests {
         #expect(run.summary.failed == 1 && run.summary.stored == 0)
     }
 
+    /// The mark of a URL list's item is the one earlier builds wrote (`sha256sum` of `preview:` and the URL, its
+    /// first 32 digits), so that their files stay their items' own.
+    @Test func aLongIdsMarkIsTheDigestEarlierBuildsWrote() async throws {
+        let fixture = try Fixture()
+        let sink = try fixture.sink("{title}.{ext}")
+        let id = "http://127.0.0.1:18771/small-10/d0000/f0000000.bin"
+        let plan = try await sink.plan(song(id, title: "Same Title", artist: "Dup"), asset: .preview)
+        _ = try await sink.store(try fixture.staged(Self.bytes(id)), as: plan)
+        #expect(ownerMark(at: fixture.url(plan.relativePath)) == "sha256:5ab4ef990fae170a4e7cc0d56c48856e")
+    }
+
     /// A file a killed run put in place but did not record: the next run's item finds its own mark and stores under
     /// the same name, so no item is ever stored twice. An id too long for the mark (a URL list's) is marked by its
     /// digest, short enough to live in the inode, and found the same way. (`preview:` and 40 bytes is the longest
