@@ -28,6 +28,28 @@ struct NamingFastPathTests {
         }
     }
 
+    /// A name no rule changes is given back as it came only when the rules, run one by one, give it back too.
+    @Test func namesLeftAsTheyCameAreWhatTheRulesGive() {
+        var random = SplitMix64(seed: 3)
+        let plain = Array("abcXYZ019 .-_()".utf8)
+        let made = (0..<5_000).map { _ in
+            String(
+                decoding: (0..<Int.random(in: 0...24, using: &random)).map { _ in plain.randomElement(using: &random)! },
+                as: UTF8.self)
+        }
+        let names = Self.samples(count: 5_000) + made + ["CON", "con.m4a", "Aux .txt", "COM1", "a..m4a", "Song .m4a"]
+        for text in names {
+            for keeping in [false, true] {
+                for budget in [SafeName.minimumBytes, 20, SafeName.maxComponentBytes] {
+                    #expect(
+                        SafeName.cleaned(text, keepingExtension: keeping, maxBytes: budget)
+                            == SafeName.cleanedBySteps(text, keepingExtension: keeping, budget: budget),
+                        "\(Array(text.utf8)), keeping the extension: \(keeping), budget \(budget)")
+                }
+            }
+        }
+    }
+
     @Test func asciiCollationKeysMatchTheUnicodeKeys() {
         for text in Self.samples(count: 5_000) {
             #expect(SafeName.collationKey(text) == SafeName.unicodeCollationKey(text), "\(Array(text.utf8))")

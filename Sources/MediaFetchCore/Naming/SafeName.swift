@@ -53,6 +53,12 @@ public enum SafeName {
         maxBytes: Int = maxComponentBytes
     ) -> String {
         let budget = max(maxBytes, minimumBytes)
+        if isUnchanged(raw, keepingExtension: keepingExtension, budget: budget) { return raw }
+        return cleanedBySteps(raw, keepingExtension: keepingExtension, budget: budget)
+    }
+
+    /// ``cleaned(_:keepingExtension:maxBytes:)`` rule by rule, for a name some rule may change.
+    static func cleanedBySteps(_ raw: String, keepingExtension: Bool, budget: Int) -> String {
         let text = normalized(raw)
         if keepingExtension, let (stem, ext) = splitExtension(text) {
             // An extension with nothing before it (an empty title) keeps a stand-in stem rather than
@@ -62,6 +68,39 @@ public enum SafeName {
             return assemble(stem: base, suffix: "", ext: ext, budget: budget)
         }
         return assemble(stem: stripEnds(text), suffix: "", ext: nil, budget: budget)
+    }
+
+    /// Whether no rule changes `raw`: printable ASCII with none of the replaced characters and no run of spaces,
+    /// no dot or space at either end (nor at the end of the stem before a kept extension), within `budget`, not
+    /// a device name. Most names are, and the steps cost about 7,000 instructions a name to give them back as
+    /// they came.
+    static func isUnchanged(_ raw: String, keepingExtension: Bool, budget: Int) -> Bool {
+        let plain = raw.withUTF8Bytes { bytes -> Bool in
+            guard let first = bytes.first, let last = bytes.last, bytes.count <= budget,
+                first != UInt8(ascii: "."), first != 0x20, last != UInt8(ascii: "."), last != 0x20
+            else { return false }
+            var previous: UInt8 = 0
+            for byte in bytes {
+                switch byte {
+                case 0x00...0x1F, 0x7F...0xFF: return false
+                case UInt8(ascii: "/"), UInt8(ascii: "\\"), UInt8(ascii: "<"), UInt8(ascii: ">"), UInt8(ascii: ":"),
+                    UInt8(ascii: "\""), UInt8(ascii: "|"), UInt8(ascii: "?"), UInt8(ascii: "*"):
+                    return false
+                case 0x20 where previous == 0x20: return false
+                default: previous = byte
+                }
+            }
+            // The stem before a kept extension (as ``splitExtension(_:)`` finds one, on bytes) loses trailing dots
+            // and spaces of its own ("Song ..m4a").
+            if keepingExtension, let dot = bytes.lastIndex(of: UInt8(ascii: ".")),
+                (1...maxExtensionBytes).contains(bytes.count - dot - 1),
+                bytes[(dot + 1)...].allSatisfy({ $0.isASCIILetterOrDigit })
+            {
+                return bytes[dot - 1] != UInt8(ascii: ".") && bytes[dot - 1] != 0x20
+            }
+            return true
+        }
+        return plain && !isASCIIDeviceName(raw)
     }
 
     /// `name` with ` (n)` inserted before its extension (when `keepingExtension`), cut to fit `maxBytes`.
