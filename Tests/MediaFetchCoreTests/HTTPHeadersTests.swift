@@ -27,5 +27,8 @@ import Testing
         #expect(headers["größe"] == "1")
         #expect(headers["ärger"] == "2")
         #expect(headers["Grösse"] == nil)
+        // An ASCII letter that differs before the first byte beyond ASCII.
+        #expect(headers["Gräße"] == nil)
+        #expect(headers["Hröße"] == nil)
     }
 }

@@ -37,6 +37,14 @@ struct NamingFastPathTests {
                 decoding: (0..<Int.random(in: 0...24, using: &random)).map { _ in plain.randomElement(using: &random)! },
                 as: UTF8.self)
         }
+        // The shortcut is taken for plain names, and refused where a rule applies: else the comparison below
+        // would hold of the rules against themselves.
+        for plainName in ["01 Song.m4a", "f0000000.bin", "Mr. Brightside", "A B (Live)"] {
+            #expect(SafeName.isUnchanged(plainName, keepingExtension: true, budget: 255), "\(plainName)")
+        }
+        for changed in ["CON", "con.m4a", "a..m4a", "Song .m4a", " x", "x.", "a  b", "a/b", "a\tb"] {
+            #expect(!SafeName.isUnchanged(changed, keepingExtension: true, budget: 255), "\(changed)")
+        }
         let names = Self.samples(count: 5_000) + made + ["CON", "con.m4a", "Aux .txt", "COM1", "a..m4a", "Song .m4a"]
         for text in names {
             for keeping in [false, true] {

@@ -90,8 +90,8 @@ public enum SafeName {
                 default: previous = byte
                 }
             }
-            // The stem before a kept extension (as ``splitExtension(_:)`` finds one, on bytes) loses trailing dots
-            // and spaces of its own ("Song ..m4a").
+            // The stem before a kept extension (as ``splitExtension(_:)`` finds one, on bytes, with the same
+            // ``maxExtensionBytes``) loses trailing dots and spaces of its own ("Song ..m4a").
             if keepingExtension, let dot = bytes.lastIndex(of: UInt8(ascii: ".")),
                 (1...maxExtensionBytes).contains(bytes.count - dot - 1),
                 bytes[(dot + 1)...].allSatisfy({ $0.isASCIILetterOrDigit })
