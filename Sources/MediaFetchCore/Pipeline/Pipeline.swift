@@ -158,6 +158,10 @@ public struct Pipeline: Sendable {
         let (outputs, continuation) = AsyncThrowingStream.makeStream(of: SourceOutput.self)
         // The source runs a little ahead of the downloads, never the whole catalog ahead.
         let credits = Slots(limit: max(64, options.concurrency * 4))
+        // Credits the source took and has not spent. It takes a quarter of them at a time: taken one by one, a
+        // source held back by the downloads was woken for each item the consumer took, a task switch an item.
+        let creditsInHand = CreditsInHand()
+        let creditsAtOnce = credits.limit / 4
         let state = options.ledger.map {
             SourceState(ledger: $0, source: options.sourceName, readsStoredValues: !options.refetch)
         }
@@ -172,7 +176,11 @@ public struct Pipeline: Sendable {
                         // A run stopped by its failure budget asks the source for nothing more.
                         if run.stopReason != nil { throw StopRequested() }
                         do {
-                            try await credits.acquire()
+                            if creditsInHand.count.withLock({ $0 }) == 0 {
+                                try await credits.acquire(creditsAtOnce)
+                                creditsInHand.count.withLock { $0 = creditsAtOnce }
+                            }
+                            creditsInHand.count.withLock { $0 -= 1 }
                         } catch {
                             // The consumer stopped taking outputs: the budget, or the run's end.
                             throw run.stopReason != nil ? StopRequested() : error
@@ -233,6 +241,11 @@ public struct Pipeline: Sendable {
             if let sourceFailure { throw sourceFailure }
             try Task.checkCancellation()
         }
+    }
+
+    /// The source's credits taken and not yet spent (see ``feedWorkers(_:seen:)``); only the source's task uses it.
+    private final class CreditsInHand: Sendable {
+        let count = Mutex(0)
     }
 
     /// Download tasks a run may have at once, storing and waiting ones included: eight per transfer slot, and
