@@ -83,9 +83,7 @@ public enum SafeName {
             for byte in bytes {
                 switch byte {
                 case 0x00...0x1F, 0x7F...0xFF: return false
-                case UInt8(ascii: "/"), UInt8(ascii: "\\"), UInt8(ascii: "<"), UInt8(ascii: ">"), UInt8(ascii: ":"),
-                    UInt8(ascii: "\""), UInt8(ascii: "|"), UInt8(ascii: "?"), UInt8(ascii: "*"):
-                    return false
+                case _ where isReplacedASCII(byte): return false
                 case 0x20 where previous == 0x20: return false
                 default: previous = byte
                 }
@@ -197,9 +195,7 @@ public enum SafeName {
                 switch byte {
                 case 0x09...0x0D, 0x20: out = 0x20
                 case 0x00...0x08, 0x0E...0x1F, 0x7F: continue
-                case UInt8(ascii: "/"), UInt8(ascii: "\\"), UInt8(ascii: "<"), UInt8(ascii: ">"), UInt8(ascii: ":"),
-                    UInt8(ascii: "\""), UInt8(ascii: "|"), UInt8(ascii: "?"), UInt8(ascii: "*"):
-                    out = UInt8(ascii: "_")
+                case _ where isReplacedASCII(byte): out = UInt8(ascii: "_")
                 default: break
                 }
                 let isSpace = out == 0x20
@@ -208,6 +204,16 @@ public enum SafeName {
                 lastWasSpace = isSpace
             }
             return String(decoding: bytes, as: UTF8.self)
+        }
+    }
+
+    /// The characters rule 3 replaces with `_`, as ASCII bytes: `/`, `\` and `<>:"|?*`.
+    static func isReplacedASCII(_ byte: UInt8) -> Bool {
+        switch byte {
+        case UInt8(ascii: "/"), UInt8(ascii: "\\"), UInt8(ascii: "<"), UInt8(ascii: ">"), UInt8(ascii: ":"),
+            UInt8(ascii: "\""), UInt8(ascii: "|"), UInt8(ascii: "?"), UInt8(ascii: "*"):
+            true
+        default: false
         }
     }
 
