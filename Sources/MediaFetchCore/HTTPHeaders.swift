@@ -55,10 +55,7 @@ extension String {
                 for index in mine.indices {
                     let (a, b) = (mine[index], theirs[index])
                     if a >= 0x80 || b >= 0x80 { return nil }
-                    // Equal, or the same letter in the other case.
-                    if a != b && (a | 0x20 != b | 0x20 || !(UInt8(ascii: "a")...UInt8(ascii: "z")).contains(a | 0x20)) {
-                        return false
-                    }
+                    if a.asciiLowercased != b.asciiLowercased { return false }
                 }
                 return true
             }
