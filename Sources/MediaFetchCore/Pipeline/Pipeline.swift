@@ -176,11 +176,15 @@ public struct Pipeline: Sendable {
                         // A run stopped by its failure budget asks the source for nothing more.
                         if run.stopReason != nil { throw StopRequested() }
                         do {
-                            if creditsInHand.count.withLock({ $0 }) == 0 {
-                                try await credits.acquire(creditsAtOnce)
-                                creditsInHand.count.withLock { $0 = creditsAtOnce }
+                            let spent = creditsInHand.count.withLock { inHand in
+                                guard inHand > 0 else { return false }
+                                inHand -= 1
+                                return true
                             }
-                            creditsInHand.count.withLock { $0 -= 1 }
+                            if !spent {
+                                try await credits.acquire(creditsAtOnce)
+                                creditsInHand.count.withLock { $0 = creditsAtOnce - 1 }
+                            }
                         } catch {
                             // The consumer stopped taking outputs: the budget, or the run's end.
                             throw run.stopReason != nil ? StopRequested() : error
