@@ -133,12 +133,6 @@ public struct Pipeline: Sendable {
         return summary
     }
 
-    /// Reads the source in a child task and starts a worker per asset, up to ``taskLimit(concurrency:)`` of
-    /// them. At most `concurrency` move bytes at once (``RunState/transfers``), and twice that are under way
-    /// (``RunState/underWay``: transferring or waiting out a retry delay); the rest wait for their turn or are
-    /// storing, so that a store waiting on the disk, or a retry waiting out its delay, does not hold a
-    /// transfer back. A retry takes its places again ahead of downloads that have not started.
-    /// A source failure stops new work but lets started downloads finish.
     /// Moves the run's names and the ids its source emits into the ledger (emptied of the last run's), so that
     /// nothing per item stays in memory. A ledger that cannot take them leaves them in memory, and the run goes on.
     /// - Returns: whether they are in the ledger.
@@ -154,6 +148,13 @@ public struct Pipeline: Sendable {
         }
     }
 
+    /// Reads the source in a child task, plans each item's assets in source order, and queues them
+    /// (``RunState/jobs``) for workers that take one after another, up to ``taskLimit(concurrency:)`` of them,
+    /// started as ``JobQueue`` wants them. At most `concurrency` move bytes at once (``RunState/transfers``), and
+    /// twice that are under way (``RunState/underWay``: transferring or waiting out a retry delay); the other
+    /// workers wait for their turn or are storing, so that a store waiting on the disk, or a retry waiting out its
+    /// delay, does not hold a transfer back. A retry takes its places again ahead of downloads that have not
+    /// started. A source failure stops new work but lets queued and started downloads finish.
     private func feedWorkers(_ run: RunState, seen: SeenIDs) async throws {
         let (outputs, continuation) = AsyncThrowingStream.makeStream(of: SourceOutput.self)
         // The source runs a little ahead of the downloads, never the whole catalog ahead.
@@ -198,7 +199,20 @@ public struct Pipeline: Sendable {
                 return false
             }
 
-            var running = 0
+            let jobs = run.jobs
+            func addWorkerIfWanted() {
+                guard jobs.addWorkerIfWanted() else { return }
+                group.addTask {
+                    while let job = await jobs.take() {
+                        if let control = options.control {
+                            await control.perform(job.item.id, asset: job.asset) { await self.download(job, run) }
+                        } else {
+                            await self.download(job, run)
+                        }
+                    }
+                    return true
+                }
+            }
             var sourceFailure: (any Error)?
             do {
                 outputs: for try await output in outputs {
@@ -212,24 +226,16 @@ public struct Pipeline: Sendable {
                     case .item(let item):
                         if run.stopReason != nil { break outputs }
                         for job in try await plan(item, run) {
-                            while running >= Self.taskLimit(concurrency: options.concurrency) {
-                                if try await group.next() == true { running -= 1 }
+                            while jobs.isFull {
+                                addWorkerIfWanted()
+                                await jobs.waitUntil(atMost: jobs.capacity / 2)
                             }
-                            // A slot may free up because the run was cancelled or went over its failure
-                            // budget: start nothing new then.
+                            // The wait may have ended because the run was cancelled or went over its failure
+                            // budget: queue nothing new then.
                             try Task.checkCancellation()
                             if overBudget(run) { break outputs }
-                            running += 1
-                            group.addTask {
-                                if let control = options.control {
-                                    await control.perform(job.item.id, asset: job.asset) {
-                                        await self.download(job, run)
-                                    }
-                                } else {
-                                    await self.download(job, run)
-                                }
-                                return true
-                            }
+                            jobs.put(job)
+                            addWorkerIfWanted()
                         }
                     }
                 }
@@ -237,6 +243,12 @@ public struct Pipeline: Sendable {
                 // The failure budget ended the source on purpose; that is not the source failing.
             } catch {
                 sourceFailure = error
+            }
+            // The workers take what waits (a download of a stopped or cancelled run ends before it starts), then end.
+            jobs.finish()
+            while jobs.waiting > 0 {
+                addWorkerIfWanted()
+                await jobs.waitUntil(atMost: 0)
             }
             // A source waiting for a credit must not wait for a consumer that has left the loop.
             credits.close()
@@ -252,8 +264,8 @@ public struct Pipeline: Sendable {
         let count = Mutex(0)
     }
 
-    /// Download tasks a run may have at once, storing and waiting ones included: eight per transfer slot, and
-    /// at most 112 beyond the slots.
+    /// Download workers a run may have at once, storing and waiting ones included: eight per transfer slot, and
+    /// at most 112 beyond the slots (a batch run starts them only as its ``JobQueue`` wants them).
     ///
     /// Durable stores wait for a group flush (a `syncfs`, then a folder's `fsync`), and when every task counted
     /// against twice the slots the waiting stores filled every place while slots stood idle. With stores
@@ -324,7 +336,7 @@ public struct Pipeline: Sendable {
         let ledger = options.ledger
         let policy = options.policy
         if let entry = job.entry, entry.status == .verified, !Task.isCancelled,
-            await storeKept(job, entry, path: stagingPath, run)
+            await run.parking({ await storeKept(job, entry, path: stagingPath, run) })
         {
             return
         }
@@ -394,7 +406,9 @@ public struct Pipeline: Sendable {
                 // A store (waiting on the disk, when durable) lets the next download get under way.
                 run.underWay.release()
                 underWay = false
-                let location = try await store(job, staged, keptAt: stagingPath, verifiedBefore: false, run)
+                let location = try await run.parking {
+                    try await store(job, staged, keptAt: stagingPath, verifiedBefore: false, run)
+                }
                 run.transferred(transferred + result.transferred)
                 run.report(.stored(ref, asset: job.asset, location: location, bytes: size))
                 return
@@ -448,7 +462,7 @@ public struct Pipeline: Sendable {
                             ref, asset: job.asset, attempt: attempt, after: wait, reason: String(describing: error)))
                     // Paused rather than tried again once the run's failures reach its budget: the next run goes on
                     // with it.
-                    guard (try? await Task.sleep(for: wait)) != nil, !overBudget(run) else {
+                    guard (try? await run.parking({ try await Task.sleep(for: wait) })) != nil, !overBudget(run) else {
                         pause(job, kept: kept, transferred: transferred, run)
                         return
                     }

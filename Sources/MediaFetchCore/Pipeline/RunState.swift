@@ -34,6 +34,8 @@ final class RunState: Sendable {
     /// next download back; a retry does, so that during a run of failures (503s, say) new items do not start
     /// while others wait to try again, and a failure budget stops the run close to its count.
     let underWay: Slots
+    /// The planned downloads on their way to the run's workers (a batch run's; see ``JobQueue``).
+    let jobs: JobQueue<Pipeline.Job>
     /// Where small downloads for a sink that takes them in memory are kept (``Sink/inMemoryStagingLimit``).
     let stagingMemory = StagingMemory(bytes: Pipeline.inMemoryStagingBudget)
 
@@ -44,7 +46,17 @@ final class RunState: Sendable {
         self.events = events
         self.transfers = Slots(limit: transfers)
         self.underWay = Slots(limit: 2 * transfers)
+        self.jobs = JobQueue(
+            capacity: transfers, workerLimit: Pipeline.taskLimit(concurrency: transfers), activeTarget: transfers + 2)
         self.stagingFolder = stagingFolder
+    }
+
+    /// Runs `body`, a wait that holds no transfer slot (a store, a retry delay), with its worker parked
+    /// (``JobQueue/park()``).
+    func parking<T>(_ body: () async throws -> T) async rethrows -> T {
+        jobs.park()
+        defer { jobs.unpark() }
+        return try await body()
     }
 
     func report(_ event: PipelineEvent) {
