@@ -47,6 +47,14 @@ final class JobQueue<Job: Sendable>: Sendable {
             }
             return job
         }
+
+        /// The oldest waiting job, and the feeder to wake when taking it left few enough waiting.
+        mutating func take() -> (job: Job, feeder: CheckedContinuation<Void, Never>?)? {
+            guard let job = popFirst() else { return nil }
+            guard waiting <= feederWaitsFor, let woken = feeder else { return (job, nil) }
+            feeder = nil
+            return (job, woken)
+        }
     }
 
     private let state = Mutex(State())
@@ -128,27 +136,23 @@ final class JobQueue<Job: Sendable>: Sendable {
 
     /// The oldest waiting job, waiting for one if none waits; nil once the queue is finished and empty.
     func take() async -> Job? {
-        let (job, feeder, done): (Job?, CheckedContinuation<Void, Never>?, Bool) = state.withLock { state in
-            guard let job = state.popFirst() else { return (nil, nil, state.finished) }
-            var feeder: CheckedContinuation<Void, Never>?
-            if state.waiting <= state.feederWaitsFor {
-                feeder = state.feeder
-                state.feeder = nil
-            }
-            return (job, feeder, false)
+        let (taken, done) = state.withLock { state in (state.take(), state.finished) }
+        if let taken {
+            taken.feeder?.resume()
+            return taken.job
         }
-        feeder?.resume()
-        if let job { return job }
         if done { return nil }
         return await withCheckedContinuation { (continuation: CheckedContinuation<Job?, Never>) in
-            // Between the two locks the feeder may have put a job or finished: look again before waiting.
-            let outcome: Job?? = state.withLock { state in
-                if let job = state.popFirst() { return .some(job) }
-                if state.finished { return .some(nil) }
+            // Between the two locks the feeder may have put a job (and begun to wait) or finished: look again
+            // before waiting.
+            let (job, feeder, waits): (Job?, CheckedContinuation<Void, Never>?, Bool) = state.withLock { state in
+                if let taken = state.take() { return (taken.job, taken.feeder, false) }
+                if state.finished { return (nil, nil, false) }
                 state.idle.append(continuation)
-                return nil
+                return (nil, nil, true)
             }
-            if let outcome { continuation.resume(returning: outcome) }
+            feeder?.resume()
+            if !waits { continuation.resume(returning: job) }
         }
     }
 
