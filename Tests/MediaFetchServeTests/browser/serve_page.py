@@ -37,7 +37,21 @@ def wait(what, condition, limit=90):
         except (StaleElementReferenceException, WebDriverException) as error:
             last_error = error
         time.sleep(0.05)
-    fail("timed out waiting for " + what + (f" ({last_error})" if last_error else ""))
+    fail("timed out waiting for " + what + (f" ({last_error})" if last_error else "") + "\n" + server_view())
+
+
+def server_view():
+    """What the page shows and what the server says of every download, to tell a lost event from a stalled run."""
+    try:
+        page = js("return JSON.stringify([...window.mediafetch.downloads.values()]"
+                  ".map(d => [d.id, d.status, d.receivedBytes, d.expectedBytes]));")
+        server = driver.execute_async_script("const done = arguments[arguments.length - 1];"
+                    "fetch('/api/downloads', {headers: {Authorization: 'Bearer ' + window.mediafetch.token}})"
+                    ".then(r => r.text()).then(done, e => done(String(e)));")
+        connection = status_text()
+        return f"page ({connection}): {page}\nserver: {server}"
+    except Exception as error:  # noqa: BLE001 - a diagnostic must not hide the failure it explains
+        return f"(no view of the downloads: {error})"
 
 
 options = webdriver.ChromeOptions()
