@@ -82,7 +82,8 @@ struct GroupFlushTests {
     @Test func aFlushGathersStoresUpToItsTarget() async throws {
         let fixture = try Fixture()
         let fake = FakeFlush()
-        let group = try GroupFlush(root: fixture.base, flush: { fake($0) }, gather: .seconds(60), gatherTarget: 5)
+        let group = try GroupFlush(
+            root: fixture.base, flush: { fake($0) }, gather: .seconds(60), gatherTarget: 5, settle: .seconds(60))
         defer { group.close() }
         let started = ContinuousClock.now
         try await withThrowingTaskGroup(of: Void.self) { tasks in
@@ -90,6 +91,28 @@ struct GroupFlushTests {
             try await tasks.waitForAll()
         }
         #expect(fake.calls.withLock { $0 } == 1)
+        #expect(ContinuousClock.now - started < .seconds(30), "the flush waited out its window")
+    }
+
+    /// A run with fewer writers than the target stops sending stores when all of them wait: the flush starts
+    /// once stores stop coming (the settle time), not at the end of its (minute-long) window.
+    @Test func aFlushThatCannotReachItsTargetStartsOnceStoresStopComing() async throws {
+        let fixture = try Fixture()
+        let fake = FakeFlush()
+        let group = try GroupFlush(
+            root: fixture.base, flush: { fake($0) }, gather: .seconds(60), gatherTarget: 100,
+            settle: .milliseconds(5))
+        defer { group.close() }
+        let started = ContinuousClock.now
+        try await withThrowingTaskGroup(of: Void.self) { tasks in
+            for _ in 0..<3 { tasks.addTask { try await group.barrier() } }
+            try await tasks.waitForAll()
+        }
+        // Each of the three was served by a flush that began after it asked (one, two or three flushes).
+        #expect((1...3).contains(fake.calls.withLock { $0 }))
+        #expect(ContinuousClock.now - started < .seconds(30), "the flush waited out its window")
+        // And again after a pause: a lone store is not held for the window either.
+        try await group.barrier()
         #expect(ContinuousClock.now - started < .seconds(30), "the flush waited out its window")
     }
 
