@@ -96,4 +96,14 @@ struct JobQueueTests {
         #expect(await worker.value == 1)
         #expect(jobs.waiters.started == 0)
     }
+
+    /// A run's workers grow with its transfer slots up to 496 beyond them, and stay within a third of the open
+    /// files the process may have (each waiting store holds up to two descriptors).
+    @Test func theWorkersARunMayHaveStayWithinItsSlotsAndItsOpenFiles() {
+        #expect(Pipeline.workerLimit(concurrency: 1, openFiles: .max) == 32)
+        #expect(Pipeline.workerLimit(concurrency: 16, openFiles: 8192) == 16 + 496)
+        #expect(Pipeline.workerLimit(concurrency: 16, openFiles: 1024) == 16 + 341)
+        #expect(Pipeline.workerLimit(concurrency: 64, openFiles: 30) == 64 + 10)
+        #expect(Pipeline.openFileLimit() > 0)
+    }
 }

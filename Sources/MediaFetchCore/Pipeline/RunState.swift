@@ -47,7 +47,7 @@ final class RunState: Sendable {
         self.transfers = Slots(limit: transfers)
         self.underWay = Slots(limit: 2 * transfers)
         self.jobs = JobQueue(
-            capacity: transfers, workerLimit: Pipeline.taskLimit(concurrency: transfers), activeTarget: transfers + 2)
+            capacity: transfers, workerLimit: Pipeline.workerLimit(concurrency: transfers), activeTarget: transfers + 2)
         self.stagingFolder = stagingFolder
     }
 
