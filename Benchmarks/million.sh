@@ -10,7 +10,9 @@
 #
 # Environment: ROWS (COUNTxKB words, default "20000x10 100000x1"), RUNS (rounds, default 1; the median is
 # printed), CONCURRENCY (default 16), TOOLS (default: mediafetch-nosync mediafetch-durable curl wget; also
-# mediafetch-shared: one worker of a shared run, `sync: false`, its ledger a throwaway PostgreSQL 15 on loopback),
+# curl-sync: curl, then `sync -f` of the folder, so that its files are on the disk when it ends, as the durable
+# default's are; and mediafetch-shared: one worker of a shared run, `sync: false`, its ledger a throwaway
+# PostgreSQL 15 on loopback),
 # WGET_MAX (the largest count wget is run for, default 100000: it fetches one at a time), FRESH_FS (set: each run
 # writes into an ext4 made for it, see fresh_filesystem; needs root, mkfs.ext4 and a loop device), CACHE (where the
 # trees are generated once, default .build/bench-cache), MEDIAFETCH (a prebuilt binary; default: swift build
@@ -132,9 +134,15 @@ command_for() { # TOOL LIST -> the command line, one word per line
         mediafetch-shared)
             # Each run a run of its own name (mediafetch_config's), so that none finds the last one's rows.
             printf '%s\n' "$MEDIAFETCH" run "$(mediafetch_config "$2" false "$LEDGER")" --quiet --worker w1 ;;
-        curl)
+        curl | curl-sync)
             awk '{ n = split($0, p, "/"); printf "url = \"%s\"\noutput = \"%s\"\n", $0, p[n] }' "$2" > "$2.curl"
-            printf '%s\n' curl -s -S --noproxy '*' -Z --parallel-max "$CONCURRENCY" --config "$2.curl" ;;
+            if [[ $1 == curl ]]; then
+                printf '%s\n' curl -s -S --noproxy '*' -Z --parallel-max "$CONCURRENCY" --config "$2.curl"
+            else
+                # curl, then its files written to the disk: what the durable default does, done the blunt way.
+                printf '%s\n' sh -c 'curl -s -S --noproxy "*" -Z --parallel-max "$1" --config "$2" && sync -f .' \
+                    curl-sync "$CONCURRENCY" "$2.curl"
+            fi ;;
         wget) printf '%s\n' wget -q --no-proxy -i "$2" -P "$OUT" ;;
     esac
 }
