@@ -60,9 +60,8 @@ final class GroupFlush: @unchecked Sendable {
     ///     costs about the same however many it serves: without the wait a group of 10 KB files was about 7 (2,994
     ///     syncfs for 20,000 files), with 2 ms about 12, with 20 ms about 33 (612), which was the fastest
     ///     durable run of the windows tried (0, 2, 5, 10, 20 ms). A store waits that much longer at most.
-    ///   - gatherTarget: the waiting stores (barriers and folders) that start a flush at once. A batch run keeps
-    ///     up to 496 stores waiting beside its transfers (``Pipeline``'s job queue): at 20,000 x 10 KB a target of
-    ///     64 made about 500 flushes, one of 256 about 100, and the run took 0.87x the time (8 pairs, alternating).
+    ///   - gatherTarget: the waiting stores (barriers and folders) that start a flush at once; see
+    ///     ``defaultTarget(openFiles:)``.
     ///   - settle: a flush that has not reached its target starts once no store came for this long, or for four
     ///     times the mean gap between the stores since the last flush, whichever is longer: the stores have
     ///     stopped coming because every writer that could store waits already (a run with fewer workers than a
@@ -70,7 +69,8 @@ final class GroupFlush: @unchecked Sendable {
     init(
         root: URL, flush: @escaping @Sendable (Int32) -> Int32 = { syncfs($0) },
         flushFolder: @escaping @Sendable (Int32) -> Int32 = { fsync($0) },
-        gather: Duration = .milliseconds(20), gatherTarget: Int = 256, settle: Duration = .milliseconds(1)
+        gather: Duration = .milliseconds(20), gatherTarget: Int = defaultTarget(),
+        settle: Duration = .milliseconds(1)
     ) throws(SinkError) {
         self.root = root
         self.gather = gather.seconds
@@ -199,6 +199,26 @@ final class GroupFlush: @unchecked Sendable {
                 }
             }
         }
+    }
+
+    /// The waiting stores that start a flush at once: 256, or half the stores a batch run can keep waiting when
+    /// its open files allow fewer (a third of the soft limit, `RLIMIT_NOFILE`, as the run's workers beyond its
+    /// transfer slots are), whichever is less. A batch run keeps up to 496 stores waiting beside its transfers
+    /// (the core's job queue); at 20,000 x 10 KB durable a target of 256 made half the flushes of one of 64 and
+    /// took 0.88x the time (6 pairs, alternating). A target the waiting stores cannot reach holds every one of
+    /// them until the stores stop coming, and the transfers stand still meanwhile: with the open files limited to
+    /// 300 (116 workers), 256 took 5.2-5.6 s where 64 took 4.1 s.
+    static func defaultTarget(openFiles: Int = openFileLimit()) -> Int {
+        max(8, min(256, openFiles / 3 / 2))
+    }
+
+    /// The process's soft limit of open files, `Int.max` when it has none.
+    static func openFileLimit() -> Int {
+        var limit = rlimit()
+        guard getrlimit(Int32(RLIMIT_NOFILE.rawValue), &limit) == 0, limit.rlim_cur != rlim_t.max else {
+            return .max
+        }
+        return Int(clamping: limit.rlim_cur)
     }
 
     /// A monotonic clock, in nanoseconds.

@@ -116,6 +116,15 @@ struct GroupFlushTests {
         #expect(ContinuousClock.now - started < .seconds(30), "the flush waited out its window")
     }
 
+    /// 256 stores, or half the stores a run's open files let wait (a third of the limit), whichever is less.
+    @Test func theDefaultTargetIsWhatTheWaitingStoresCanReach() {
+        #expect(GroupFlush.defaultTarget(openFiles: .max) == 256)
+        #expect(GroupFlush.defaultTarget(openFiles: 8192) == 256)
+        #expect(GroupFlush.defaultTarget(openFiles: 1024) == 170)
+        #expect(GroupFlush.defaultTarget(openFiles: 300) == 50)
+        #expect(GroupFlush.defaultTarget(openFiles: 10) == 8)
+    }
+
     @Test func eachBarrierReportsItsOwnFlush() async throws {
         let fixture = try Fixture()
         let fake = FakeFlush(failingWith: EIO)
