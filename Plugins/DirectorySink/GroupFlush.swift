@@ -201,15 +201,17 @@ final class GroupFlush: @unchecked Sendable {
         }
     }
 
-    /// The waiting stores that start a flush at once: 256, or half the stores a batch run can keep waiting when
-    /// its open files allow fewer (a third of the soft limit, `RLIMIT_NOFILE`, as the run's workers beyond its
-    /// transfer slots are), whichever is less. A batch run keeps up to 496 stores waiting beside its transfers
-    /// (the core's job queue); at 20,000 x 10 KB durable a target of 256 made half the flushes of one of 64 and
-    /// took 0.88x the time (6 pairs, alternating). A target the waiting stores cannot reach holds every one of
-    /// them until the stores stop coming, and the transfers stand still meanwhile: with the open files limited to
-    /// 300 (116 workers), 256 took 5.2-5.6 s where 64 took 4.1 s.
-    static func defaultTarget(openFiles: Int = openFileLimit()) -> Int {
-        max(8, min(256, openFiles / 3 / 2))
+    /// The waiting stores that start a flush at once: half the stores that can wait (``Pipeline/storesAtOnce``, or
+    /// when the caller is not a run's download, a third of the open files the process may have, `RLIMIT_NOFILE`),
+    /// so that one half transfers while the other waits; 256 at most, 8 at least. A target the waiting stores
+    /// cannot reach holds every one of them until the stores stop coming, and the transfers stand still meanwhile.
+    /// At 20,000 x 10 KB durable: with 496 stores that can wait, 256 made half the flushes of 64 and took 0.88x the
+    /// time (6 pairs, alternating); with 124 (`concurrency: 4`), 64 took 0.73x the time of 256 (3 pairs); with the
+    /// open files limited to 300 (100), 256 took 5.2-5.6 s and 50 took 3.7 s.
+    static func defaultTarget(
+        storesAtOnce: Int? = Pipeline.storesAtOnce, openFiles: @autoclosure () -> Int = openFileLimit()
+    ) -> Int {
+        max(8, min(256, (storesAtOnce ?? openFiles() / 3) / 2))
     }
 
     /// The process's soft limit of open files, `Int.max` when it has none.

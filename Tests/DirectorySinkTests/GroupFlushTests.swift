@@ -116,13 +116,20 @@ struct GroupFlushTests {
         #expect(ContinuousClock.now - started < .seconds(30), "the flush waited out its window")
     }
 
-    /// 256 stores, or half the stores a run's open files let wait (a third of the limit), whichever is less.
+    /// Half the stores that can wait (the run's, or a third of the open files outside a run), 8 to 256.
     @Test func theDefaultTargetIsWhatTheWaitingStoresCanReach() {
-        #expect(GroupFlush.defaultTarget(openFiles: .max) == 256)
-        #expect(GroupFlush.defaultTarget(openFiles: 8192) == 256)
-        #expect(GroupFlush.defaultTarget(openFiles: 1024) == 170)
-        #expect(GroupFlush.defaultTarget(openFiles: 300) == 50)
-        #expect(GroupFlush.defaultTarget(openFiles: 10) == 8)
+        #expect(GroupFlush.defaultTarget(storesAtOnce: nil, openFiles: .max) == 256)
+        #expect(GroupFlush.defaultTarget(storesAtOnce: nil, openFiles: 8192) == 256)
+        #expect(GroupFlush.defaultTarget(storesAtOnce: nil, openFiles: 1024) == 170)
+        #expect(GroupFlush.defaultTarget(storesAtOnce: nil, openFiles: 300) == 50)
+        #expect(GroupFlush.defaultTarget(storesAtOnce: nil, openFiles: 10) == 8)
+        #expect(GroupFlush.defaultTarget(storesAtOnce: 124, openFiles: .max) == 62)
+        #expect(GroupFlush.defaultTarget(storesAtOnce: 496, openFiles: 30) == 248)
+        // A run's download tasks see the run's figure.
+        #expect(GroupFlush.defaultTarget() == GroupFlush.defaultTarget(storesAtOnce: nil))
+        Pipeline.$storesAtOnce.withValue(20) {
+            #expect(GroupFlush.defaultTarget() == 10)
+        }
     }
 
     @Test func eachBarrierReportsItsOwnFlush() async throws {

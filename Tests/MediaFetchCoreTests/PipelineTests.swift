@@ -78,6 +78,8 @@ struct PipelineTests {
     final class MemorySink: Sink {
         let planned = Mutex<[String]>([])
         let stored = Mutex<[String: Data]>([:])
+        /// What ``Pipeline/storesAtOnce`` said to each store.
+        let storesAtOnce = Mutex<Set<Int?>>([])
         /// Whether each staged file must come with its SHA-256 (the run asked for digests) or without.
         let expectsDigests: Bool
 
@@ -95,6 +97,7 @@ struct PipelineTests {
             #expect(file.sha256 == (expectsDigests ? SHA256.hex(of: data) : nil))
             try FileManager.default.removeItem(at: file.url)
             stored.withLock { $0[plan.relativePath] = data }
+            storesAtOnce.withLock { _ = $0.insert(Pipeline.storesAtOnce) }
             return plan.relativePath
         }
     }
@@ -134,6 +137,22 @@ struct PipelineTests {
         ).run()
         #expect(summary.stored == 20)
         #expect(sink.stored.withLock { $0["7.bin"] } == Data(repeating: UInt8(ascii: "7"), count: 1007))
+    }
+
+    /// A store learns how many stores of its run can wait at once: the workers beyond the transfer slots.
+    @Test func eachStoreSeesHowManyStoresCanWait() async throws {
+        let transport = FakeTransport(concurrency: 4)
+        let sink = MemorySink(expectsDigests: false)
+        let summary = await Pipeline(
+            source: ListSource(outputs: Self.items(20)), transport: transport, sink: sink,
+            options: .init(concurrency: 4, stagingDirectory: Self.staging())
+        ).run()
+        #expect(summary.stored == 20)
+        // 31 a slot (124), unless the process's open files allow fewer (JobQueueTests has the formula).
+        let seen = sink.storesAtOnce.withLock { $0 }
+        #expect(seen.count == 1)
+        #expect((1...124).contains(seen.first.flatMap { $0 } ?? 0))
+        #expect(Pipeline.storesAtOnce == nil)
     }
 
     @Test(arguments: [1, 3, 16])

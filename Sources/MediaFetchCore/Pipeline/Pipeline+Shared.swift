@@ -209,6 +209,14 @@ extension Pipeline {
         _ ledger: any SharedRunLedger, _ run: RunState, _ retry: LedgerRetry, _ shared: SharedOptions
     ) async throws {
         let limit = Self.taskLimit(concurrency: options.concurrency)
+        try await Self.$storesAtOnce.withValue(limit - options.concurrency) {
+            try await claimAndFetch(ledger, run, retry, shared, limit: limit)
+        }
+    }
+
+    private func claimAndFetch(
+        _ ledger: any SharedRunLedger, _ run: RunState, _ retry: LedgerRetry, _ shared: SharedOptions, limit: Int
+    ) async throws {
         try await withThrowingTaskGroup(of: Bool.self) { group in
             var running = 0
             var polling = false
