@@ -61,7 +61,7 @@ final class GroupFlush: @unchecked Sendable {
     ///     syncfs for 20,000 files), with 2 ms about 12, with 20 ms about 33 (612), which was the fastest
     ///     durable run of the windows tried (0, 2, 5, 10, 20 ms). A store waits that much longer at most.
     ///   - gatherTarget: the waiting stores (barriers and folders) that start a flush at once; see
-    ///     ``defaultTarget(openFiles:)``.
+    ///     ``defaultTarget(storesAtOnce:openFiles:)``.
     ///   - settle: a flush that has not reached its target starts once no store came for this long, or for four
     ///     times the mean gap between the stores since the last flush, whichever is longer: the stores have
     ///     stopped coming because every writer that could store waits already (a run with fewer workers than a
