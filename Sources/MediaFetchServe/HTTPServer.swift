@@ -72,7 +72,10 @@ final class HTTPServer: @unchecked Sendable {
     init(address: String, port: UInt16, maxBody: Int, handler: @escaping @Sendable (Request) -> Response) throws {
         context = Context(handler: handler, maxBody: maxBody)
         let pointer = Unmanaged.passUnretained(context).toOpaque()
-        var flags = UInt32(MHD_USE_THREAD_PER_CONNECTION.rawValue | MHD_USE_INTERNAL_POLLING_THREAD.rawValue)
+        // poll(), not select(): select() cannot watch a descriptor numbered 1,024 or more, and libmicrohttpd refuses
+        // such a connection, while a durable run of small files may hold a thousand descriptors for its stores.
+        var flags = UInt32(
+            MHD_USE_THREAD_PER_CONNECTION.rawValue | MHD_USE_INTERNAL_POLLING_THREAD.rawValue | MHD_USE_POLL.rawValue)
         var started: OpaquePointer?
         var v4 = sockaddr_in()
         var v6 = sockaddr_in6()

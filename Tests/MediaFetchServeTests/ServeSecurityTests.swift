@@ -35,6 +35,36 @@ import Testing
         await serve.stop()
     }
 
+    /// A connection whose descriptor is numbered 1,024 or more is served: libmicrohttpd watches with poll(), not
+    /// select(), which cannot see one (a durable run of small files may hold a thousand for its stores).
+    @Test func aConnectionNumberedPast1024IsServed() async throws {
+        var limit = rlimit()
+        try #require(getrlimit(Int32(RLIMIT_NOFILE.rawValue), &limit) == 0)
+        var saved = limit
+        defer { _ = setrlimit(Int32(RLIMIT_NOFILE.rawValue), &saved) }
+        if limit.rlim_cur < 1300 {
+            try #require(
+                limit.rlim_max >= 1300,
+                "the hard limit of open files is \(limit.rlim_max), under the 1,300 this test needs (ulimit -Hn)")
+            limit.rlim_cur = 1300
+            try #require(setrlimit(Int32(RLIMIT_NOFILE.rawValue), &limit) == 0)
+        }
+        // Every descriptor up to 1,100 taken, so that the server's own are numbered past it.
+        var held: [Int32] = []
+        defer { for descriptor in held { close(descriptor) } }
+        while held.last.map({ $0 < 1100 }) ?? true {
+            let descriptor = open("/dev/null", O_RDONLY | O_CLOEXEC)
+            try #require(descriptor >= 0, "cannot open /dev/null: \(String(cString: strerror(errno)))")
+            held.append(descriptor)
+        }
+        let serve = try ServeFixture()
+        try await serve.start()
+        let answer = await serve.request("GET", "/api/downloads")
+        #expect(answer.status == 200)
+        #expect(answer.object["downloads"] != nil)
+        await serve.stop()
+    }
+
     @Test func aForeignHostIsRefused() async throws {
         let serve = try ServeFixture()
         try await serve.start()
