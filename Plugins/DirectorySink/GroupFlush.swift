@@ -35,9 +35,9 @@ final class GroupFlush: @unchecked Sendable {
     private struct State {
         var waiting: [Waiter] = []
         var closed = false
-        /// When the last store asked (``now()``), and when the last batch was taken: how fast stores come.
+        /// When the first and the last of the waiting stores asked (``now()``): how fast stores come.
+        var firstArrival: UInt64 = 0
         var lastArrival: UInt64 = 0
-        var lastTaken: UInt64 = 0
     }
 
     private let condition = NSCondition()
@@ -46,7 +46,8 @@ final class GroupFlush: @unchecked Sendable {
     private let root: URL
     private let flush: @Sendable (Int32) -> Int32
     private let flushFolderCall: @Sendable (Int32) -> Int32
-    private let gather: TimeInterval
+    /// Nanoseconds.
+    private let gather: UInt64
     private let gatherTarget: Int
     private let settle: UInt64
 
@@ -59,13 +60,14 @@ final class GroupFlush: @unchecked Sendable {
     ///     starts as soon as `gatherTarget` stores wait). Small files arrive by the thousand a second and a flush
     ///     costs about the same however many it serves: without the wait a group of 10 KB files was about 7 (2,994
     ///     syncfs for 20,000 files), with 2 ms about 12, with 20 ms about 33 (612), which was the fastest
-    ///     durable run of the windows tried (0, 2, 5, 10, 20 ms). A store waits that much longer at most.
+    ///     durable run of the windows tried (0, 2, 5, 10, 20 ms). A store waits that much longer at most, and
+    ///     less when the stores stop coming (`settle`).
     ///   - gatherTarget: the waiting stores (barriers and folders) that start a flush at once; see
     ///     ``defaultTarget(storesAtOnce:openFiles:)``.
     ///   - settle: a flush that has not reached its target starts once no store came for this long, or for four
-    ///     times the mean gap between the stores since the last flush, whichever is longer: the stores have
-    ///     stopped coming because every writer that could store waits already (a run with fewer workers than a
-    ///     target), and the rest of the window would be waited for nothing.
+    ///     times the mean gap between the waiting stores' arrivals, whichever is longer: the stores have stopped
+    ///     coming because every writer that could store waits already, and the rest of the window would be waited
+    ///     for nothing. A lone store waits `settle`.
     init(
         root: URL, flush: @escaping @Sendable (Int32) -> Int32 = { syncfs($0) },
         flushFolder: @escaping @Sendable (Int32) -> Int32 = { fsync($0) },
@@ -73,10 +75,9 @@ final class GroupFlush: @unchecked Sendable {
         settle: Duration = .milliseconds(1)
     ) throws(SinkError) {
         self.root = root
-        self.gather = gather.seconds
+        self.gather = UInt64(min(3600, max(0, gather.seconds)) * 1e9)
         self.gatherTarget = gatherTarget
-        self.settle = UInt64(max(0, settle.seconds) * 1e9)
-        state.lastTaken = Self.now()
+        self.settle = UInt64(min(3600, max(0, settle.seconds)) * 1e9)
         self.flush = flush
         self.flushFolderCall = flushFolder
         descriptor = open(root.path, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
@@ -113,6 +114,7 @@ final class GroupFlush: @unchecked Sendable {
             if !closed {
                 state.waiting.append(Waiter(continuation: continuation, folder: folder))
                 state.lastArrival = Self.now()
+                if state.waiting.count == 1 { state.firstArrival = state.lastArrival }
                 // The thread waits for a first store, then for a group's worth: woken for each store, it would
                 // only count them and wait again (a thread switch a file).
                 let count = state.waiting.count
@@ -142,20 +144,20 @@ final class GroupFlush: @unchecked Sendable {
         while true {
             condition.lock()
             while state.waiting.isEmpty && !state.closed { condition.wait() }
-            let deadline = Self.now() + UInt64(gather * 1e9)
+            let deadline = Self.now() + gather
             while state.waiting.count < gatherTarget && !state.closed {
                 let now = Self.now()
                 guard now < deadline else { break }
                 // Not woken for each store (a thread switch a file): it looks again when the stores may have
                 // stopped coming.
-                let gap = (state.lastArrival - min(state.lastArrival, state.lastTaken)) / UInt64(state.waiting.count)
+                let arrivals = UInt64(state.waiting.count)
+                let gap = arrivals > 1 ? (state.lastArrival - state.firstArrival) / (arrivals - 1) : 0
                 let settled = state.lastArrival + max(settle, 4 * gap)
                 guard now < settled else { break }
                 _ = condition.wait(until: Date(timeIntervalSinceNow: Double(min(deadline, settled) - now) / 1e9))
             }
             let batch = state.waiting
             state.waiting = []
-            state.lastTaken = Self.now()
             let closed = state.closed
             condition.unlock()
             if batch.isEmpty && closed { return }
@@ -206,8 +208,9 @@ final class GroupFlush: @unchecked Sendable {
     /// so that one half transfers while the other waits; 256 at most, 8 at least. A target the waiting stores
     /// cannot reach holds every one of them until the stores stop coming, and the transfers stand still meanwhile.
     /// At 20,000 x 10 KB durable: with 496 stores that can wait, 256 made half the flushes of 64 and took 0.88x the
-    /// time (6 pairs, alternating); with 124 (`concurrency: 4`), 64 took 0.73x the time of 256 (3 pairs); with the
-    /// open files limited to 300 (100), 256 took 5.2-5.6 s and 50 took 3.7 s.
+    /// time (6 pairs, alternating); with 124 (`concurrency: 4`), 62 took 0.75x the time of 256 (4 pairs); with the
+    /// open files limited to 300 (100), 256 took 5.2-5.6 s and 50 took 3.7 s. The directory sink makes its group
+    /// flush at its first durable store, so the target is that run's (a sink kept for another run keeps it).
     static func defaultTarget(
         storesAtOnce: Int? = Pipeline.storesAtOnce, openFiles: @autoclosure () -> Int = openFileLimit()
     ) -> Int {

@@ -111,8 +111,24 @@ struct GroupFlushTests {
         // Each of the three was served by a flush that began after it asked (one, two or three flushes).
         #expect((1...3).contains(fake.calls.withLock { $0 }))
         #expect(ContinuousClock.now - started < .seconds(30), "the flush waited out its window")
-        // And again after a pause: a lone store is not held for the window either.
+        // And a lone store after them: it is not held for the window either.
         try await group.barrier()
+        #expect(ContinuousClock.now - started < .seconds(30), "the flush waited out its window")
+    }
+
+    /// Closing the group serves a store that waits for a target and a settle time it would not see for a minute.
+    @Test func closingServesAStoreThatWaitsForItsGroup() async throws {
+        let fixture = try Fixture()
+        let fake = FakeFlush()
+        let group = try GroupFlush(
+            root: fixture.base, flush: { fake($0) }, gather: .seconds(60), gatherTarget: 100, settle: .seconds(60))
+        let started = ContinuousClock.now
+        async let served: Void = group.barrier()
+        // Closed once the store waits (the waiting count is the group's own, not a guess at time).
+        while group.waiting == 0 { await Task.yield() }
+        group.close()
+        try await served
+        #expect(fake.calls.withLock { $0 } == 1)
         #expect(ContinuousClock.now - started < .seconds(30), "the flush waited out its window")
     }
 
