@@ -4,6 +4,10 @@ import Testing
 
 @testable import MediaFetchCore
 
+#if canImport(Glibc)
+    import Glibc
+#endif
+
 @Suite("The job queue between a run's feeder and its workers")
 struct JobQueueTests {
     @Test func workersTakeJobsInOrderAndEndWhenTheQueueIsFinishedAndEmpty() async {
@@ -104,6 +108,9 @@ struct JobQueueTests {
         #expect(Pipeline.workerLimit(concurrency: 16, openFiles: 8192) == 16 + 496)
         #expect(Pipeline.workerLimit(concurrency: 16, openFiles: 1024) == 16 + 341)
         #expect(Pipeline.workerLimit(concurrency: 64, openFiles: 30) == 64 + 10)
-        #expect(Pipeline.openFileLimit() > 0)
+        // The process's own limit, as getrlimit gives it (this test process has one).
+        var limit = rlimit()
+        #expect(getrlimit(Int32(RLIMIT_NOFILE.rawValue), &limit) == 0)
+        #expect(Pipeline.openFileLimit() == (limit.rlim_cur == rlim_t.max ? .max : Int(limit.rlim_cur)))
     }
 }

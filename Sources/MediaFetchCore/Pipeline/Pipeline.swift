@@ -148,13 +148,13 @@ public struct Pipeline: Sendable {
         }
     }
 
-    /// Reads the source in a child task, plans each item's assets in source order, and queues them
-    /// (``RunState/jobs``) for workers that take one after another, up to ``workerLimit(concurrency:)`` of them,
-    /// started as ``JobQueue`` wants them. At most `concurrency` move bytes at once (``RunState/transfers``), and
-    /// twice that are under way (``RunState/underWay``: transferring or waiting out a retry delay); the other
-    /// workers wait for their turn or are storing, so that a store waiting on the disk, or a retry waiting out its
-    /// delay, does not hold a transfer back. A retry takes its places again ahead of downloads that have not
-    /// started. A source failure stops new work but lets queued and started downloads finish.
+    /// Reads the source in a child task, plans each item's assets in source order, and queues them (``RunState/jobs``)
+    /// for workers that take one after another, up to ``workerLimit(concurrency:openFiles:)`` of them, started as
+    /// ``JobQueue`` wants them. At most `concurrency` move bytes at once (``RunState/transfers``), and twice that are
+    /// under way (``RunState/underWay``: transferring or waiting out a retry delay); the other workers wait for their
+    /// turn or are storing, so that a store waiting on the disk, or a retry waiting out its delay, does not hold a
+    /// transfer back. A retry takes its places again ahead of downloads that have not started. A source failure stops
+    /// new work but lets queued and started downloads finish.
     private func feedWorkers(_ run: RunState, seen: SeenIDs) async throws {
         let (outputs, continuation) = AsyncThrowingStream.makeStream(of: SourceOutput.self)
         // The source runs a little ahead of the downloads, never the whole catalog ahead.
@@ -281,24 +281,25 @@ public struct Pipeline: Sendable {
     }
 
     /// How many stores of the run in progress may wait at once beside its transfers, within a run's download
-    /// tasks; nil elsewhere. For a batch or queue run, the workers it may start beyond its transfer slots: 31 a
-    /// slot, 496 at most, and no more than a third of the open files the process may have (`RLIMIT_NOFILE`); for a
-    /// worker of a shared run, the downloads it claims beyond them: 7 a slot, 112 at most.
+    /// tasks (for a batch or queue run, also within its source's and its planning); nil elsewhere. For a batch or
+    /// queue run, the workers it may start beyond its transfer slots: 31 a slot, 496 at most, and no more than a
+    /// third of the open files the process may have (`RLIMIT_NOFILE`); for a worker of a shared run, the downloads
+    /// it claims beyond them: 7 a slot, 112 at most.
     ///
     /// A sink whose stores wait for each other (a flush, an upload, shared by a group) can size its groups by it:
     /// a group that waits for more stores than can wait is never full, and it holds every store until they stop
     /// coming while the transfers stand still.
     @TaskLocal public static var storesAtOnce: Int?
 
-    /// The workers of a batch or queue run at most (``JobQueue/workerLimit``): 32 per transfer slot, and at most
-    /// 496 beyond the slots. The queue starts them only as stores park them, so a run whose stores are quick keeps
-    /// about a worker a slot; durable stores each wait for two group flushes, and the more of them wait, the
-    /// fewer flushes a run makes. At 20,000 x 10 KB with the durable default, up to 496 waiting stores and a flush
-    /// that waits for 256 of them made 251 `syncfs` where 112 and 64 made 544, and the run took 0.93x the time
-    /// (8 pairs, alternating) for 8-9 MiB more. A waiting store holds up to two file descriptors (its unnamed
-    /// file, and its folder), so the workers beyond the slots also stay within a third of `openFiles` (the
-    /// process's soft limit, `RLIMIT_NOFILE`, which the `mediafetch` tool raises towards the hard limit, to 8,192
-    /// at most): under the usual 1,024, that is 341 of them.
+    /// The workers of a batch or queue run at most (``JobQueue/workerLimit``): 32 per transfer slot, and at most 496
+    /// beyond the slots. The queue starts them only as stores park them, so a run whose stores are quick keeps about a
+    /// worker a slot; durable stores each wait for two group flushes, and the more of them wait, the fewer flushes a
+    /// run makes. At 20,000 x 10 KB with the durable default, up to 496 waiting stores and a flush that waited for 256
+    /// of them (now 248, ``storesAtOnce`` halved) made 251 `syncfs` where 112 and 64 made 544, and the run took 0.93x
+    /// the time (8 pairs, alternating) for 8-9 MiB more. A waiting store holds up to two file descriptors (its unnamed
+    /// file, and its folder), so the workers beyond the slots also stay within a third of `openFiles` (the process's
+    /// soft limit, `RLIMIT_NOFILE`, which the `mediafetch` tool raises towards the hard limit, to 8,192 at most): under
+    /// the usual 1,024, that is 341 of them.
     static func workerLimit(concurrency: Int, openFiles: Int = openFileLimit()) -> Int {
         concurrency + max(0, min(concurrency * 31, 496, openFiles / 3))
     }
