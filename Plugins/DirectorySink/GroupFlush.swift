@@ -63,7 +63,7 @@ final class GroupFlush: @unchecked Sendable {
     ///     durable run of the windows tried (0, 2, 5, 10, 20 ms). A store waits that much longer at most, and
     ///     less when the stores stop coming (`settle`).
     ///   - gatherTarget: the waiting stores (barriers and folders) that start a flush at once; see
-    ///     ``defaultTarget(storesAtOnce:openFiles:)``.
+    ///     ``defaultTarget(storesAtOnce:)``.
     ///   - settle: a flush that has not reached its target starts once no store came for this long, or for four
     ///     times the mean gap between the waiting stores' arrivals, whichever is longer: the stores have stopped
     ///     coming because every writer that could store waits already, and the rest of the window would be waited
@@ -203,27 +203,16 @@ final class GroupFlush: @unchecked Sendable {
         }
     }
 
-    /// The waiting stores that start a flush at once: half the stores that can wait (``Pipeline/storesAtOnce``, or
-    /// when the caller is not a run's download, a third of the open files the process may have, `RLIMIT_NOFILE`),
-    /// so that one half transfers while the other waits; 256 at most, 8 at least. A target the waiting stores
-    /// cannot reach holds every one of them until the stores stop coming, and the transfers stand still meanwhile.
-    /// At 20,000 x 10 KB durable: with 496 stores that can wait, 256 made half the flushes of 64 and took 0.88x the
-    /// time (6 pairs, alternating); with 124 (`concurrency: 4`), 62 took 0.75x the time of 256 (4 pairs); with the
-    /// open files limited to 300 (100), 256 took 5.2-5.6 s and 50 took 3.7 s. The directory sink makes its group
-    /// flush at its first durable store, so the target is that run's (a sink kept for another run keeps it).
-    static func defaultTarget(
-        storesAtOnce: Int? = Pipeline.storesAtOnce, openFiles: @autoclosure () -> Int = openFileLimit()
-    ) -> Int {
-        max(8, min(256, (storesAtOnce ?? openFiles() / 3) / 2))
-    }
-
-    /// The process's soft limit of open files, `Int.max` when it has none.
-    static func openFileLimit() -> Int {
-        var limit = rlimit()
-        guard getrlimit(Int32(RLIMIT_NOFILE.rawValue), &limit) == 0, limit.rlim_cur != rlim_t.max else {
-            return .max
-        }
-        return Int(clamping: limit.rlim_cur)
+    /// The waiting stores that start a flush at once: half the stores that can wait (``Pipeline/storesAtOnce``), so
+    /// that one half transfers while the other waits; 256 at most (and outside a run), 8 at least. A target the
+    /// waiting stores cannot reach holds every one of them until the stores stop coming, and the transfers stand
+    /// still meanwhile. At 20,000 x 10 KB durable: with 496 stores that can wait, 256 made half the flushes of 64
+    /// and took 0.88x the time (6 pairs, alternating); with 124 (`concurrency: 4`), 62 took 0.75x the time of 256
+    /// (4 pairs); with the open files limited to 300 (100), 256 took 5.2-5.6 s and 50 took 3.7 s. The directory
+    /// sink makes its group flush at its first durable store, so the target is that run's (a sink kept for another
+    /// run keeps it).
+    static func defaultTarget(storesAtOnce: Int? = Pipeline.storesAtOnce) -> Int {
+        max(8, min(256, (storesAtOnce ?? 512) / 2))
     }
 
     /// A monotonic clock, in nanoseconds.

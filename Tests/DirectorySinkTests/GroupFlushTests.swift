@@ -132,17 +132,15 @@ struct GroupFlushTests {
         #expect(ContinuousClock.now - started < .seconds(30), "the flush waited out its window")
     }
 
-    /// Half the stores that can wait (the run's, or a third of the open files outside a run), 8 to 256.
+    /// Half the stores that can wait, 8 to 256 (and 256 outside a run).
     @Test func theDefaultTargetIsWhatTheWaitingStoresCanReach() {
-        #expect(GroupFlush.defaultTarget(storesAtOnce: nil, openFiles: .max) == 256)
-        #expect(GroupFlush.defaultTarget(storesAtOnce: nil, openFiles: 8192) == 256)
-        #expect(GroupFlush.defaultTarget(storesAtOnce: nil, openFiles: 1024) == 170)
-        #expect(GroupFlush.defaultTarget(storesAtOnce: nil, openFiles: 300) == 50)
-        #expect(GroupFlush.defaultTarget(storesAtOnce: nil, openFiles: 10) == 8)
-        #expect(GroupFlush.defaultTarget(storesAtOnce: 124, openFiles: .max) == 62)
-        #expect(GroupFlush.defaultTarget(storesAtOnce: 496, openFiles: 30) == 248)
+        #expect(GroupFlush.defaultTarget(storesAtOnce: nil) == 256)
+        #expect(GroupFlush.defaultTarget(storesAtOnce: 2000) == 256)
+        #expect(GroupFlush.defaultTarget(storesAtOnce: 496) == 248)
+        #expect(GroupFlush.defaultTarget(storesAtOnce: 124) == 62)
+        #expect(GroupFlush.defaultTarget(storesAtOnce: 10) == 8)
         // A run's download tasks see the run's figure.
-        #expect(GroupFlush.defaultTarget() == GroupFlush.defaultTarget(storesAtOnce: nil))
+        #expect(GroupFlush.defaultTarget() == 256)
         Pipeline.$storesAtOnce.withValue(20) {
             #expect(GroupFlush.defaultTarget() == 10)
         }

@@ -141,12 +141,8 @@ struct PipelineTests {
 
     /// A store learns how many stores of its run can wait at once: the workers beyond the transfer slots.
     @Test func eachStoreSeesHowManyStoresCanWait() async throws {
-        let transport = FakeTransport(concurrency: 4)
-        let sink = MemorySink(expectsDigests: false)
-        let summary = await Pipeline(
-            source: ListSource(outputs: Self.items(20)), transport: transport, sink: sink,
-            options: .init(concurrency: 4, stagingDirectory: Self.staging())
-        ).run()
+        let sink = MemorySink()
+        let summary = await Self.run(ListSource(outputs: Self.items(20)), FakeTransport(concurrency: 4), sink)
         #expect(summary.stored == 20)
         // 31 a slot (124), unless a third of the process's open files is fewer.
         var limit = rlimit()
