@@ -139,7 +139,7 @@ struct GroupFlushTests {
         #expect(GroupFlush.defaultTarget(storesAtOnce: 496) == 248)
         #expect(GroupFlush.defaultTarget(storesAtOnce: 124) == 62)
         #expect(GroupFlush.defaultTarget(storesAtOnce: 10) == 8)
-        // A run's download tasks see the run's figure.
+        // Outside a run, 256; a run's download tasks see the run's figure.
         #expect(GroupFlush.defaultTarget() == 256)
         Pipeline.$storesAtOnce.withValue(20) {
             #expect(GroupFlush.defaultTarget() == 10)
