@@ -93,7 +93,10 @@ public struct Pipeline: Sendable {
             let keysInLedger = keepRunKeys(run)
             let ticker = Task { await run.tickLedger() }
             defer { ticker.cancel() }
-            try await feedWorkers(run, seen: SeenIDs(ledger: keysInLedger ? options.ledger : nil))
+            // The sink may size what its stores wait for by the stores that can wait at once (``storesAtOnce``).
+            try await Self.$storesAtOnce.withValue(run.jobs.workerLimit - options.concurrency) {
+                try await feedWorkers(run, seen: SeenIDs(ledger: keysInLedger ? options.ledger : nil))
+            }
         } catch is CancellationError {
             run.tally.withLock { $0.interrupted = true }
         } catch let error as SourceError {
@@ -169,97 +172,93 @@ public struct Pipeline: Sendable {
         let context = SourceContext(
             transport: transport, notice: { run.report(.notice($0)) }, state: state, seen: seen)
 
-        // The sink may size what its stores wait for by the stores that can wait at once (``storesAtOnce``).
-        try await Self.$storesAtOnce.withValue(run.jobs.workerLimit - options.concurrency) {
-            try await withThrowingTaskGroup(of: Bool.self) { group in
-                // The producer's task answers false and the workers true, so the bound counts only workers.
-                group.addTask { [source] in
-                    do {
-                        try await source.run(context) { output in
-                            // A run stopped by its failure budget asks the source for nothing more.
-                            if run.stopReason != nil { throw StopRequested() }
-                            do {
-                                let spent = creditsInHand.count.withLock { inHand in
-                                    guard inHand > 0 else { return false }
-                                    inHand -= 1
-                                    return true
-                                }
-                                if !spent {
-                                    try await credits.acquire(creditsAtOnce)
-                                    creditsInHand.count.withLock { $0 = creditsAtOnce - 1 }
-                                }
-                            } catch {
-                                // The consumer stopped taking outputs: the budget, or the run's end.
-                                throw run.stopReason != nil ? StopRequested() : error
-                            }
-                            continuation.yield(output)
-                        }
-                        continuation.finish()
-                    } catch {
-                        continuation.finish(throwing: error)
-                    }
-                    return false
-                }
-
-                let jobs = run.jobs
-                func addWorkerIfWanted() {
-                    guard jobs.addWorkerIfWanted() else { return }
-                    group.addTask {
-                        while let job = await jobs.take() {
-                            if let control = options.control {
-                                await control.perform(job.item.id, asset: job.asset) { await self.download(job, run) }
-                            } else {
-                                await self.download(job, run)
-                            }
-                        }
-                        return true
-                    }
-                }
-                var sourceFailure: (any Error)?
+        try await withThrowingTaskGroup(of: Bool.self) { group in
+            // The producer's task answers false and the workers true, so the bound counts only workers.
+            group.addTask { [source] in
                 do {
-                    outputs: for try await output in outputs {
-                        credits.release()
-                        try Task.checkCancellation()
-                        switch output {
-                        case .skipped(let ref, let reason):
-                            run.report(.skipped(ref, reason: reason))
-                        case .failed(let ref, let url, let reason):
-                            run.report(.failed(ref, url: url, reason: reason))
-                        case .item(let item):
-                            if run.stopReason != nil { break outputs }
-                            for job in try await plan(item, run) {
-                                while jobs.isFull {
-                                    addWorkerIfWanted()
-                                    await jobs.waitUntil(atMost: jobs.capacity / 2)
-                                }
-                                // The wait may have ended because the run was cancelled or went over its failure
-                                // budget: queue nothing new then.
-                                try Task.checkCancellation()
-                                if overBudget(run) { break outputs }
-                                jobs.put(job)
-                                addWorkerIfWanted()
+                    try await source.run(context) { output in
+                        // A run stopped by its failure budget asks the source for nothing more.
+                        if run.stopReason != nil { throw StopRequested() }
+                        do {
+                            let spent = creditsInHand.count.withLock { inHand in
+                                guard inHand > 0 else { return false }
+                                inHand -= 1
+                                return true
                             }
+                            if !spent {
+                                try await credits.acquire(creditsAtOnce)
+                                creditsInHand.count.withLock { $0 = creditsAtOnce - 1 }
+                            }
+                        } catch {
+                            // The consumer stopped taking outputs: the budget, or the run's end.
+                            throw run.stopReason != nil ? StopRequested() : error
+                        }
+                        continuation.yield(output)
+                    }
+                    continuation.finish()
+                } catch {
+                    continuation.finish(throwing: error)
+                }
+                return false
+            }
+
+            let jobs = run.jobs
+            func addWorkerIfWanted() {
+                guard jobs.addWorkerIfWanted() else { return }
+                group.addTask {
+                    while let job = await jobs.take() {
+                        if let control = options.control {
+                            await control.perform(job.item.id, asset: job.asset) { await self.download(job, run) }
+                        } else {
+                            await self.download(job, run)
                         }
                     }
-                } catch is StopRequested {
-                    // The failure budget ended the source on purpose; that is not the source failing.
-                } catch {
-                    sourceFailure = error
+                    return true
                 }
-                // The workers take what waits (a download of a stopped or cancelled run ends before it starts),
-                // then end.
-                jobs.finish()
-                while jobs.waiting > 0 {
-                    addWorkerIfWanted()
-                    await jobs.waitUntil(atMost: 0)
-                }
-                // A source waiting for a credit must not wait for a consumer that has left the loop.
-                credits.close()
-                // Started downloads finish (or see the cancellation) before the run reports.
-                while try await group.next() != nil {}
-                if let sourceFailure { throw sourceFailure }
-                try Task.checkCancellation()
             }
+            var sourceFailure: (any Error)?
+            do {
+                outputs: for try await output in outputs {
+                    credits.release()
+                    try Task.checkCancellation()
+                    switch output {
+                    case .skipped(let ref, let reason):
+                        run.report(.skipped(ref, reason: reason))
+                    case .failed(let ref, let url, let reason):
+                        run.report(.failed(ref, url: url, reason: reason))
+                    case .item(let item):
+                        if run.stopReason != nil { break outputs }
+                        for job in try await plan(item, run) {
+                            while jobs.isFull {
+                                addWorkerIfWanted()
+                                await jobs.waitUntil(atMost: jobs.capacity / 2)
+                            }
+                            // The wait may have ended because the run was cancelled or went over its failure
+                            // budget: queue nothing new then.
+                            try Task.checkCancellation()
+                            if overBudget(run) { break outputs }
+                            jobs.put(job)
+                            addWorkerIfWanted()
+                        }
+                    }
+                }
+            } catch is StopRequested {
+                // The failure budget ended the source on purpose; that is not the source failing.
+            } catch {
+                sourceFailure = error
+            }
+            // The workers take what waits (a download of a stopped or cancelled run ends before it starts), then end.
+            jobs.finish()
+            while jobs.waiting > 0 {
+                addWorkerIfWanted()
+                await jobs.waitUntil(atMost: 0)
+            }
+            // A source waiting for a credit must not wait for a consumer that has left the loop.
+            credits.close()
+            // Started downloads finish (or see the cancellation) before the run reports.
+            while try await group.next() != nil {}
+            if let sourceFailure { throw sourceFailure }
+            try Task.checkCancellation()
         }
     }
 
