@@ -99,9 +99,9 @@ final class CurlEngine: @unchecked Sendable {
     /// Changes the inbox under its lock (leaving commands), then wakes the thread if it waits in
     /// `curl_multi_poll`; a thread that is busy finds the commands at the top of its loop. Only the first sender
     /// after the thread began to wait wakes it: the others' commands are in the inbox it reads once awake. (Each
-    /// sender used to wake it until it came back from the poll: about one wakeup an item on 20,000 small files,
-    /// where the thread went to sleep 1,200 times, each a write to libcurl's socket pair and a byte that sent a later
-    /// poll straight back.)
+    /// sender used to wake it until it came back from the poll, each time a write to libcurl's socket pair, and a
+    /// byte that sent a later poll straight back when the thread was awake already: on 20,000 small files about 2,900
+    /// wakeups became 2,000, and 61,000 polls 53,000.)
     private func send<T: Sendable>(_ change: (inout Inbox) -> T) -> T {
         let (result, polling) = inbox.withLock { inbox in
             defer { inbox.polling = false }

@@ -324,8 +324,8 @@ public struct Pipeline: Sendable {
     }
 
     /// One planned download. A class, not a struct: a job is handed from the planner through the queue to a worker
-    /// and into each step of its download, and a struct of its size was copied about 28 times an item, each copy
-    /// retaining its dozen strings (callgrind, 2,000 small files: 112 string retains an item from job copies alone).
+    /// and into each step of its download, and as a struct it was copied about 28 times an item, each copy retaining
+    /// its strings (callgrind, 2,000 small files: 55,952 copies, 223,808 string retains).
     final class Job: Sendable {
         let item: MediaItem
         let asset: AssetKind
