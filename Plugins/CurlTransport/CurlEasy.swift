@@ -109,6 +109,12 @@ final class CurlEasy {
         return Int64(value)
     }
 
+    /// Connections the last transfer opened (0: it went over one an earlier transfer left open).
+    var newConnections: Int {
+        var value = 0
+        return mf_easy_getinfo_long(handle, CURLINFO_NUM_CONNECTS, &value) == CURLE_OK ? value : 0
+    }
+
     /// Where the transfer ended up after redirects.
     var effectiveURL: URL? {
         var value: UnsafeMutablePointer<CChar>?

@@ -45,6 +45,9 @@ final class CurlTransfer: @unchecked Sendable {
     /// Kept alive here because libcurl reads the list until the transfer is done.
     private let headerList: CurlHeaderList
     var continuation: CheckedContinuation<Void, any Error>?
+    /// The ramp of the engine that runs the transfer, told when the server answers (set and used on the engine's
+    /// thread only).
+    var ramp: TransferRamp?
 
     /// The headers of the latest response: each status line starts a fresh set, so redirects leave none behind.
     private(set) var headers = HTTPHeaders()
@@ -58,6 +61,8 @@ final class CurlTransfer: @unchecked Sendable {
     private var failure: TransportError?
     /// Whether the final response's status was looked at (on its first body byte, or at the end when it had none).
     private var started = false
+    /// Whether the server answered: the first body byte came, or the transfer ended well without one.
+    var answered: Bool { started }
     private var lastProgress: ContinuousClock.Instant?
     /// What the write callback needs of a download's request, taken out of ``body`` once: matching the enum on
     /// every piece copied the whole request (a retain and release of each of its fields) 95,000 times a run.
@@ -243,6 +248,7 @@ final class CurlTransfer: @unchecked Sendable {
     /// decides whether the file is appended to, started over, or left alone.
     private func start() -> Bool {
         started = true
+        ramp?.answered()
         status = easy.responseCode
         expected = easy.contentLength
         let url = easy.effectiveURL ?? easy.url

@@ -23,7 +23,8 @@ import Synchronization
 /// never touches the kept bytes.
 public final class CurlTransport: Transport {
     public struct Configuration: Sendable {
-        /// Downloads at once, and connections in all.
+        /// Downloads at once, and connections in all. Until a connection is seen to serve a second transfer, at most
+        /// four requests wait for their first answer at once, so that a server's listen queue is never flooded.
         public var concurrency: Int
         /// Connections to one host at most.
         public var perHost: Int
@@ -120,7 +121,8 @@ public final class CurlTransport: Transport {
         }
         engines = try shares.enumerated().map { index, limits in
             try CurlEngine(
-                maxConnections: limits.connections, maxPerHost: limits.perHost, name: "mediafetch.curl.\(index)")
+                maxConnections: limits.connections, maxPerHost: limits.perHost,
+                ramp: TransferRamp(engine: index, of: count), name: "mediafetch.curl.\(index)")
         }
         self.shares = shares
         adaptive = count > 1 && configuration.perHost >= configuration.concurrency
@@ -171,6 +173,9 @@ public final class CurlTransport: Transport {
 
     /// Transfers reserved for each engine since the transport began (for tests).
     var startedByEngine: [Int] { engines.map { $0.started.load(ordering: .relaxed) } }
+
+    /// Transfers each engine holds back for its ramp, and runs (for tests).
+    var rampCountsByEngine: [(waiting: Int, running: Int)] { engines.map(\.rampCounts) }
 
     public func send(_ request: HTTPRequest) async throws -> HTTPResponse {
         if let error = TransportError.checkScheme(request.url) { throw error }

@@ -1,0 +1,147 @@
+import Foundation
+import MediaFetchCore
+import MediaFetchTesting
+import Synchronization
+import Testing
+
+@testable import CurlTransport
+
+/// The ramp that keeps a transport from flooding a server's listen queue before it knows the server keeps
+/// connections (``TransferRamp``).
+@Suite("Transfer ramp")
+struct TransferRampTests {
+    @Test func theTransportsFourAreSharedOutAmongItsEngines() {
+        #expect(TransferRamp(engine: 0, of: 1).limit == 4)
+        #expect([0, 1].map { TransferRamp(engine: $0, of: 2).limit } == [2, 2])
+        #expect([0, 1, 2].map { TransferRamp(engine: $0, of: 3).limit } == [2, 1, 1])
+        // More engines than four: each still starts one.
+        #expect((0..<8).map { TransferRamp(engine: $0, of: 8).limit } == Array(repeating: 1, count: 8))
+    }
+
+    @Test func anAnswerMakesRoomAndAKeptConnectionEndsTheRamp() {
+        let ramp = TransferRamp(engine: 0, of: 2)
+        ramp.admitted()
+        ramp.admitted()
+        #expect(!ramp.admits)
+        ramp.answered()
+        #expect(ramp.admits)
+        ramp.admitted()
+        // A transfer that ended without an answer (refused, timed out) no longer counts.
+        ramp.ended(answered: false, connects: 1)
+        #expect(ramp.admits)
+        // One that opened its own connection says nothing about keeping them.
+        ramp.ended(answered: true, connects: 1)
+        #expect(!ramp.over)
+        ramp.admitted()
+        #expect(!ramp.admits)
+        // One that went over a connection an earlier transfer left open: the server keeps them.
+        ramp.ended(answered: true, connects: 0)
+        #expect(ramp.over)
+        for _ in 0..<100 { ramp.admitted() }
+        #expect(ramp.admits)
+    }
+
+    /// Against a server that closes each connection after one answer (as Python's `http.server` does), sixteen
+    /// downloads at once never have more than four requests the server has not answered; the others wait in the
+    /// engines until one is answered.
+    @Test func aServerThatClosesEachConnectionNeverHasMoreThanFourUnanswered() async throws {
+        let server = try MockCatalogServer()
+        defer { server.stop() }
+        let contents = (0..<16).map { randomBytes(2_000 + $0, seed: 700 + UInt64($0)) }
+        for (index, content) in contents.enumerated() {
+            server.addFile(path: "/closing/\(index).bin", bytes: [UInt8](content))
+        }
+        let gate = RequestGate()
+        server.setFaultHook { _ in
+            gate.pass()
+            return .closeAfterResponse
+        }
+        let transport = try CurlTransport(.init(concurrency: 16))
+        try await withTemporaryDirectory { directory in
+            let urls = contents.indices.map { server.url(path: "/closing/\($0).bin") }
+            let downloads = Task { try await downloadAll(urls, expecting: contents, into: directory, with: transport) }
+            // Four requests reach the server and wait there; the twelve other downloads wait in the engines.
+            await yield(until: {
+                gate.arrived == 4 && transport.rampCountsByEngine.map(\.waiting).reduce(0, +) == 12
+            })
+            #expect(gate.arrived == 4)
+            #expect(transport.rampCountsByEngine.map(\.waiting).reduce(0, +) == 12)
+            gate.open()
+            try await downloads.value
+        }
+        #expect(gate.arrived == 16)
+        #expect(gate.mostAtOnce <= 4, "\(gate.mostAtOnce) requests were unanswered at once")
+        #expect(server.connectionsAccepted == 16)
+        await transport.shutdown()
+    }
+
+    /// A server that keeps connections ends the ramp: after a first round, sixteen downloads reach it at once.
+    @Test func aServerThatKeepsConnectionsGetsEveryTransferAtOnceAfterTheFirst() async throws {
+        let server = try MockCatalogServer()
+        defer { server.stop() }
+        let contents = (0..<16).map { randomBytes(3_000 + $0, seed: 800 + UInt64($0)) }
+        for (index, content) in contents.enumerated() {
+            server.addFile(path: "/kept/\(index).bin", bytes: [UInt8](content))
+        }
+        let transport = try CurlTransport(.init(concurrency: 16))
+        let urls = contents.indices.map { server.url(path: "/kept/\($0).bin") }
+        try await withTemporaryDirectory { directory in
+            try await downloadAll(urls, expecting: contents, into: directory, with: transport)
+        }
+        let gate = RequestGate()
+        server.setFaultHook { _ in
+            gate.pass()
+            return nil
+        }
+        try await withTemporaryDirectory { directory in
+            let downloads = Task { try await downloadAll(urls, expecting: contents, into: directory, with: transport) }
+            await yield(until: { gate.arrived == 16 })
+            #expect(gate.arrived == 16, "only \(gate.arrived) of 16 requests reached the server while it held them")
+            gate.open()
+            try await downloads.value
+        }
+        await transport.shutdown()
+    }
+}
+
+/// Holds each request the mock server gets (in its fault hook, on the connection's thread) until ``open()``,
+/// counting them.
+private final class RequestGate: Sendable {
+    private struct State {
+        var open = false
+        var arrived = 0
+        var waiting = 0
+        var mostAtOnce = 0
+    }
+
+    private let condition = NSCondition()
+    private nonisolated(unsafe) var state = State()
+
+    var arrived: Int { locked { $0.arrived } }
+    /// The most requests held at one time.
+    var mostAtOnce: Int { locked { $0.mostAtOnce } }
+
+    /// Called for each request: counts it and waits until the gate is open.
+    func pass() {
+        condition.lock()
+        state.arrived += 1
+        state.waiting += 1
+        state.mostAtOnce = max(state.mostAtOnce, state.waiting)
+        while !state.open { condition.wait() }
+        state.waiting -= 1
+        condition.unlock()
+    }
+
+    func open() {
+        condition.lock()
+        state.open = true
+        condition.broadcast()
+        condition.unlock()
+    }
+
+    private func locked<T>(_ body: (State) -> T) -> T {
+        condition.lock()
+        defer { condition.unlock() }
+        return body(state)
+    }
+}
