@@ -1,12 +1,14 @@
 #!/usr/bin/env bash
 # Many small files: wall time and peak memory of `mediafetch run` (urls source, curl transport) beside
-# `curl -Z --parallel-max 16` and `wget -i`, all fetching the same generated files from one nginx on 127.0.0.1,
-# and a re-run of mediafetch over everything it stored (no request may reach nginx: its access log says).
+# `curl -Z --parallel-max 16` and `wget -i`, all fetching the same generated files from one nginx on 127.0.0.1
+# (or Python's http.server, SERVER=python), and a re-run of mediafetch over everything it stored (no request may
+# reach the server: its access log says).
 #
 #   Benchmarks/million.sh                           # the headline rows: 20,000 x 10 KB and 100,000 x 1 KB
 #   ROWS="1000x1 10000x1 100000x1 1000000x1" Benchmarks/million.sh
 #   ROWS=10000x1 TOOLS="mediafetch-nosync" Benchmarks/million.sh
 #   ROWS="10000x1 100000x1" TOOLS="mediafetch-shared" Benchmarks/million.sh   # a worker of a shared run
+#   SERVER=python ROWS="200x10 2000x10 20000x10" TOOLS="mediafetch-nosync curl" Benchmarks/million.sh
 #
 # Environment: ROWS (COUNTxKB words, default "20000x10 100000x1"), RUNS (rounds, default 1; the median is
 # printed), CONCURRENCY (default 16), TOOLS (default: mediafetch-nosync mediafetch-durable curl wget; also
@@ -16,10 +18,14 @@
 # WGET_MAX (the largest count wget is run for, default 100000: it fetches one at a time), FRESH_FS (set: each run
 # writes into an ext4 made for it, see fresh_filesystem; needs root, mkfs.ext4 and a loop device), CACHE (where the
 # trees are generated once, default .build/bench-cache), MEDIAFETCH (a prebuilt binary; default: swift build
-# -c release). Each round runs every tool once, in turn, so a drift of the machine falls on all alike.
+# -c release), SERVER (nginx, the default: one worker, buffered log, keep-alive without a limit; or python:
+# `python3 -m http.server` as anyone starts it, HTTP/1.0, a connection a request, a listen backlog of 5, every
+# request logged to its stderr). Each round runs every tool once, in turn, so a drift of the machine falls on all
+# alike.
 set -euo pipefail
 
 ROWS=${ROWS:-"20000x10 100000x1"}
+SERVER=${SERVER:-nginx}
 RUNS=${RUNS:-1}
 CONCURRENCY=${CONCURRENCY:-16}
 TOOLS=${TOOLS:-"mediafetch-nosync mediafetch-durable curl wget"}
@@ -96,13 +102,27 @@ fi
 
 PORT=$(free_port)
 mkdir -p "$CACHE"
-# Buffered, so that logging costs the server little; flushed when nginx stops or the buffer fills.
-start_nginx "log_format count '\$status'; access_log $WORK/nginx/access.log count buffer=64k flush=1s;" \
-    "listen 127.0.0.1:$PORT; root $CACHE;"
+case $SERVER in
+    nginx)
+        # Buffered, so that logging costs the server little; flushed when nginx stops or the buffer fills.
+        start_nginx "log_format count '\$status'; access_log $WORK/nginx/access.log count buffer=64k flush=1s;" \
+            "listen 127.0.0.1:$PORT; root $CACHE;"
+        ;;
+    python)
+        # The server a person starts in a folder to share it, unchanged: a thread and a connection a request.
+        python3 -m http.server "$PORT" --bind 127.0.0.1 --directory "$CACHE" > /dev/null 2> "$WORK/python.log" &
+        NGINX_PID=$!   # start_nginx's name for the server's process, which cleanup stops
+        ;;
+    *) echo "SERVER must be nginx or python, not $SERVER" >&2; exit 2 ;;
+esac
 for _ in $(seq 100); do curl -s --noproxy '*' -o /dev/null "http://127.0.0.1:$PORT/" && break; sleep 0.1; done
 BASE="http://127.0.0.1:$PORT"
 
-requests() { # how many requests nginx has logged so far (waits out its one-second log flush)
+requests() { # how many requests the server has logged so far (waits out nginx's one-second log flush)
+    if [[ $SERVER == python ]]; then
+        grep -c '"GET ' "$WORK/python.log" || true
+        return
+    fi
     sleep 1.2
     wc -l < "$WORK/nginx/access.log"
 }
@@ -191,7 +211,7 @@ for row in $ROWS; do
             walls[$tool]+="$wall"$'\n'
             rss[$tool]+="$kb_rss"$'\n'
             cpus[$tool]+="$cpu"$'\n'
-            # The re-run, over what the last round's mediafetch-nosync stored: no request may reach nginx.
+            # The re-run, over what the last round's mediafetch-nosync stored: no request may reach the server.
             if [[ $tool == mediafetch-nosync && $round == "$RUNS" && $wall != FAIL ]]; then
                 before=$(requests)
                 (cd "$OUT" && /usr/bin/time -f "%e %M" -o "$WORK/time.txt" "$MEDIAFETCH" run \
