@@ -109,10 +109,11 @@ final class CurlEasy {
         return Int64(value)
     }
 
-    /// Connections the last transfer opened (0: it went over one an earlier transfer left open).
+    /// Connections the transfer opened so far (0: it went over one an earlier transfer left open); 1 when libcurl
+    /// cannot say, so that a failed look never passes for a kept connection.
     var newConnections: Int {
         var value = 0
-        return mf_easy_getinfo_long(handle, CURLINFO_NUM_CONNECTS, &value) == CURLE_OK ? value : 0
+        return mf_easy_getinfo_long(handle, CURLINFO_NUM_CONNECTS, &value) == CURLE_OK ? value : 1
     }
 
     /// Where the transfer ended up after redirects.

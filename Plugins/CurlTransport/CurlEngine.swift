@@ -263,10 +263,11 @@ final class CurlEngine: @unchecked Sendable {
                 try multi.perform()
                 for (handle, result) in multi.finished() {
                     guard let transfer = active.removeValue(forKey: handle) else { continue }
-                    let connects = transfer.easy.newConnections
+                    // Read before `complete`: from then on the transfer is its caller's.
+                    let (connects, answered) = (transfer.easy.newConnections, transfer.answered)
                     try? multi.remove(transfer.easy)
                     transfer.complete(result)
-                    ramp.ended(answered: transfer.answered, connects: connects)
+                    ramp.ended(answered: answered, connects: connects)
                 }
                 // Room the ramp made, as transfers were answered or ended: the next ones start without a poll
                 // between (the loop performs again at its top).

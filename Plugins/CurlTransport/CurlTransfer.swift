@@ -61,8 +61,9 @@ final class CurlTransfer: @unchecked Sendable {
     private var failure: TransportError?
     /// Whether the final response's status was looked at (on its first body byte, or at the end when it had none).
     private var started = false
-    /// Whether the server answered: the first body byte came, or the transfer ended well without one.
-    var answered: Bool { started }
+    /// Whether the server answered: a status line came (any status line: the server accepted the connection), or
+    /// the transfer ended well without one. The ramp is told once.
+    private(set) var answered = false
     private var lastProgress: ContinuousClock.Instant?
     /// What the write callback needs of a download's request, taken out of ``body`` once: matching the enum on
     /// every piece copied the whole request (a retain and release of each of its fields) 95,000 times a run.
@@ -188,6 +189,8 @@ final class CurlTransfer: @unchecked Sendable {
             }
             // Three digits, then the end or a space: anything else is no status.
             status = digits == 3 && (index == end || bytes[index] == UInt8(ascii: " ")) ? code : 0
+            // An upload's answer comes after its body; its status line already says the server took the connection.
+            tellRampAnswered()
             return
         }
         var colon = start
@@ -246,9 +249,16 @@ final class CurlTransfer: @unchecked Sendable {
 
     /// Looks at the final response before any of its body is kept: for a download this is where the status
     /// decides whether the file is appended to, started over, or left alone.
+    /// Tells the engine's ramp, once, that the server answered.
+    private func tellRampAnswered() {
+        guard !answered else { return }
+        answered = true
+        ramp?.answered()
+    }
+
     private func start() -> Bool {
         started = true
-        ramp?.answered()
+        tellRampAnswered()
         status = easy.responseCode
         expected = easy.contentLength
         let url = easy.effectiveURL ?? easy.url

@@ -1,5 +1,6 @@
 /// How many of an engine's transfers may wait for the server's first answer at once: its share of four (the
-/// transport's engines split them), until a transfer is seen to go over a connection an earlier one opened (the
+/// transport's engines split them, one each when there are more than four; an engine that takes every transfer while
+/// bodies are small keeps its share), until a transfer is seen to go over a connection an earlier one opened (the
 /// server keeps connections), and from then on all of the engine's transfers.
 ///
 /// A server's kernel takes connections into a listen queue before the server accepts them, and drops what comes
@@ -44,7 +45,7 @@ final class TransferRamp {
         if !over { unanswered += 1 }
     }
 
-    /// A server answered one of the engine's transfers (its first body byte came, or it ended without one).
+    /// A server answered one of the engine's transfers (its status line came, or it ended well without one).
     func answered() {
         if !over { unanswered = max(0, unanswered - 1) }
     }
