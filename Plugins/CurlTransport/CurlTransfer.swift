@@ -247,8 +247,6 @@ final class CurlTransfer: @unchecked Sendable {
         return true
     }
 
-    /// Looks at the final response before any of its body is kept: for a download this is where the status
-    /// decides whether the file is appended to, started over, or left alone.
     /// Tells the engine's ramp, once, that the server answered.
     private func tellRampAnswered() {
         guard !answered else { return }
@@ -256,6 +254,8 @@ final class CurlTransfer: @unchecked Sendable {
         ramp?.answered()
     }
 
+    /// Looks at the final response before any of its body is kept: for a download this is where the status
+    /// decides whether the file is appended to, started over, or left alone.
     private func start() -> Bool {
         started = true
         tellRampAnswered()
