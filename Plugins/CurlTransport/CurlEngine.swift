@@ -164,13 +164,11 @@ final class CurlEngine: @unchecked Sendable {
     /// - Returns: how many it handed over.
     @discardableResult
     private func admit(
-        _ waiting: inout [CurlTransfer], head: inout Int, into active: inout [UnsafeMutableRawPointer: CurlTransfer],
+        _ waiting: inout FIFOQueue<CurlTransfer>, into active: inout [UnsafeMutableRawPointer: CurlTransfer],
         mayPause: inout Bool
     ) -> Int {
         var handed = 0
-        while head < waiting.count && ramp.admits {
-            let transfer = waiting[head]
-            head += 1
+        while ramp.admits, let transfer = waiting.popFirst() {
             handed += 1
             do {
                 try multi.add(transfer.easy)
@@ -181,15 +179,7 @@ final class CurlEngine: @unchecked Sendable {
                 transfer.complete(stopped: error)
             }
         }
-        // Started ones are dropped in one move once they are half the array, not one by one.
-        if head == waiting.count {
-            waiting.removeAll(keepingCapacity: true)
-            head = 0
-        } else if head >= 32 && head * 2 >= waiting.count {
-            waiting.removeFirst(head)
-            head = 0
-        }
-        let now = (waiting: waiting.count - head, running: active.count)
+        let now = (waiting: waiting.count, running: active.count)
         if now != published {
             published = now
             counts.withLock { $0 = now }
@@ -200,9 +190,8 @@ final class CurlEngine: @unchecked Sendable {
     private func run() {
         // Running transfers by their easy handle: the key libcurl hands back when one finishes.
         var active: [UnsafeMutableRawPointer: CurlTransfer] = [:]
-        // Transfers the ramp holds back, oldest at `waitingHead`.
-        var waiting: [CurlTransfer] = []
-        var waitingHead = 0
+        // Transfers the ramp holds back.
+        var waiting = FIFOQueue<CurlTransfer>()
         // Whether any transfer added since the engine started pays into a rate limit: without one no transfer
         // ever pauses, and the two looks at every active transfer each round are spared.
         var mayPause = false
@@ -226,9 +215,7 @@ final class CurlEngine: @unchecked Sendable {
                         active[transfer.easy.handle] = nil
                         try? multi.remove(transfer.easy)
                         ramp.ended(answered: transfer.answered, connects: 1)
-                    } else if let index = waiting[waitingHead...].firstIndex(where: { $0 === transfer }) {
-                        waiting.remove(at: index)
-                    } else {
+                    } else if waiting.remove(where: { $0 === transfer }) == nil {
                         continue
                     }
                     transfer.complete(stopped: TransportError(.cancelled, url: transfer.easy.url))
@@ -243,7 +230,7 @@ final class CurlEngine: @unchecked Sendable {
                 }
             }
             if stopping || problem != nil { break }
-            admit(&waiting, head: &waitingHead, into: &active, mayPause: &mayPause)
+            admit(&waiting, into: &active, mayPause: &mayPause)
             // Transfers the rate limit paused go on when their time has come.
             if mayPause {
                 let now = ContinuousClock.now
@@ -271,7 +258,7 @@ final class CurlEngine: @unchecked Sendable {
                 }
                 // Room the ramp made, as transfers were answered or ended: the next ones start without a poll
                 // between (the loop performs again at its top).
-                if admit(&waiting, head: &waitingHead, into: &active, mayPause: &mayPause) > 0 { continue }
+                if admit(&waiting, into: &active, mayPause: &mayPause) > 0 { continue }
                 // Idle connections of an engine on standby would count against the limits that the engine taking
                 // its transfers now has: closed once its last transfer ended.
                 if standby && !closed && active.isEmpty {
@@ -299,7 +286,7 @@ final class CurlEngine: @unchecked Sendable {
             try? multi.remove(transfer.easy)
             transfer.complete(stopped: TransportError(reason.code, url: transfer.easy.url, detail: reason.detail))
         }
-        for transfer in waiting[waitingHead...] {
+        for transfer in waiting.removeAll() {
             transfer.complete(stopped: TransportError(reason.code, url: transfer.easy.url, detail: reason.detail))
         }
         counts.withLock { $0 = (0, 0) }

@@ -15,9 +15,8 @@ import Synchronization
 /// waiting feeder when a worker more is wanted.
 final class JobQueue<Job: Sendable>: Sendable {
     private struct State {
-        /// The waiting jobs, oldest at `head`.
-        var jobs: [Job] = []
-        var head = 0
+        /// The waiting jobs.
+        var jobs = FIFOQueue<Job>()
         /// Workers waiting for a job, first come first served.
         var idle: [CheckedContinuation<Job?, Never>] = []
         /// The feeder, waiting until at most `feederWaitsFor` jobs wait (or a worker more is wanted).
@@ -27,30 +26,15 @@ final class JobQueue<Job: Sendable>: Sendable {
         var workers = 0
         var parked = 0
 
-        var waiting: Int { jobs.count - head }
+        var waiting: Int { jobs.count }
 
         func wantsWorker(limit: Int, activeTarget: Int) -> Bool {
             waiting > 0 && idle.isEmpty && workers < limit && workers - parked < activeTarget
         }
 
-        mutating func popFirst() -> Job? {
-            guard head < jobs.count else { return nil }
-            let job = jobs[head]
-            head += 1
-            // Taken jobs are dropped in one move once they are half the array, not one by one.
-            if head == jobs.count {
-                jobs.removeAll(keepingCapacity: true)
-                head = 0
-            } else if head >= 32 && head * 2 >= jobs.count {
-                jobs.removeFirst(head)
-                head = 0
-            }
-            return job
-        }
-
         /// The oldest waiting job, and the feeder to wake when taking it left few enough waiting.
         mutating func take() -> (job: Job, feeder: CheckedContinuation<Void, Never>?)? {
-            guard let job = popFirst() else { return nil }
+            guard let job = jobs.popFirst() else { return nil }
             guard waiting <= feederWaitsFor, let woken = feeder else { return (job, nil) }
             feeder = nil
             return (job, woken)

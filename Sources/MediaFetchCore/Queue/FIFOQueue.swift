@@ -1,0 +1,47 @@
+/// Elements in the order they came, taken from the front without moving the rest each time: taken ones are dropped
+/// in one move once they are half the array (or all of it), not one by one. The pipeline's ``JobQueue`` and the curl
+/// engine's held-back transfers use it (`package`: shared by this package's modules, not public API).
+package struct FIFOQueue<Element> {
+    private var elements: [Element] = []
+    /// The oldest element not yet taken.
+    private var head = 0
+
+    package init() {}
+
+    /// Elements not yet taken.
+    package var count: Int { elements.count - head }
+
+    package mutating func append(_ element: Element) {
+        elements.append(element)
+    }
+
+    /// Takes the oldest element.
+    package mutating func popFirst() -> Element? {
+        guard head < elements.count else { return nil }
+        let element = elements[head]
+        head += 1
+        if head == elements.count {
+            elements.removeAll(keepingCapacity: true)
+            head = 0
+        } else if head >= 32 && head * 2 >= elements.count {
+            elements.removeFirst(head)
+            head = 0
+        }
+        return element
+    }
+
+    /// Takes the oldest element that `matches`, wherever it is.
+    package mutating func remove(where matches: (Element) -> Bool) -> Element? {
+        guard let index = elements[head...].firstIndex(where: matches) else { return nil }
+        return elements.remove(at: index)
+    }
+
+    /// Takes every element, oldest first.
+    package mutating func removeAll() -> [Element] {
+        defer {
+            elements.removeAll(keepingCapacity: true)
+            head = 0
+        }
+        return Array(elements[head...])
+    }
+}
