@@ -48,10 +48,7 @@ struct TransferRampTests {
     @Test func aServerThatClosesEachConnectionNeverHasMoreThanFourUnanswered() async throws {
         let server = try MockCatalogServer()
         defer { server.stop() }
-        let contents = (0..<16).map { randomBytes(2_000 + $0, seed: 700 + UInt64($0)) }
-        for (index, content) in contents.enumerated() {
-            server.addFile(path: "/closing/\(index).bin", bytes: [UInt8](content))
-        }
+        let contents = Self.serveSixteen(on: server, under: "closing", seed: 700)
         let gate = RequestGate()
         server.setFaultHook { _ in
             gate.pass()
@@ -119,10 +116,7 @@ struct TransferRampTests {
     @Test func aServerThatKeepsConnectionsGetsEveryTransferAtOnceAfterTheFirst() async throws {
         let server = try MockCatalogServer()
         defer { server.stop() }
-        let contents = (0..<16).map { randomBytes(3_000 + $0, seed: 800 + UInt64($0)) }
-        for (index, content) in contents.enumerated() {
-            server.addFile(path: "/kept/\(index).bin", bytes: [UInt8](content))
-        }
+        let contents = Self.serveSixteen(on: server, under: "kept", seed: 800)
         let transport = try CurlTransport(.init(concurrency: 16))
         let urls = contents.indices.map { server.url(path: "/kept/\($0).bin") }
         try await withTemporaryDirectory { directory in
@@ -141,6 +135,17 @@ struct TransferRampTests {
             try await downloads.value
         }
         await transport.shutdown()
+    }
+}
+
+extension TransferRampTests {
+    /// Sixteen files of a little over 2,000 bytes each, all different, served at `/<folder>/<index>.bin`.
+    static func serveSixteen(on server: MockCatalogServer, under folder: String, seed: UInt64) -> [Data] {
+        let contents = (0..<16).map { randomBytes(2_000 + $0, seed: seed + UInt64($0)) }
+        for (index, content) in contents.enumerated() {
+            server.addFile(path: "/\(folder)/\(index).bin", bytes: [UInt8](content))
+        }
+        return contents
     }
 }
 
