@@ -128,6 +128,15 @@ final class CurlEasy {
         return URL(string: String(cString: value))
     }
 
+    /// The server ``url`` names, as ``TransferRamps/originKey(_:)`` keys it (read on the text ``setURL()`` set).
+    var originKey: Int {
+        guard let urlText else { return 0 }
+        let length = strlen(urlText)
+        return urlText.withMemoryRebound(to: UInt8.self, capacity: length) {
+            TransferRamps.originKey(UnsafeBufferPointer(start: $0, count: length))
+        }
+    }
+
     /// The text ``set(url:)`` gave libcurl, while the handle is set to ``url``.
     private var urlText: UnsafeMutablePointer<CChar>?
 

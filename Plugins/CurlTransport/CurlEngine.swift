@@ -9,13 +9,9 @@ import Synchronization
 /// with `curl_multi_wakeup` when it is waiting in `curl_multi_poll`. The thread applies them between polls,
 /// so libcurl is only ever called from it.
 ///
-/// Until a server is seen to keep connections, it hands libcurl no more transfers than its ``TransferRamp`` allows
-/// (four unanswered at once); the others wait in the engine, in the order they came, with no timeout running yet.
-///
 /// `@unchecked Sendable`: ``inbox`` is behind a `Mutex`; ``multi`` is only used by the engine thread apart
 /// from `wakeup`, which is thread-safe and made under ``waking`` (as is the engine's replacing of its handle,
-/// so that a wakeup never meets a freed one); ``running`` and ``connections`` are atomics; ``ramp`` and
-/// ``published`` are the engine thread's alone; the rest is immutable.
+/// so that a wakeup never meets a freed one); ``running`` and ``connections`` are atomics; the rest is immutable.
 final class CurlEngine: @unchecked Sendable {
     private enum Command {
         case add(CurlTransfer)
@@ -36,8 +32,6 @@ final class CurlEngine: @unchecked Sendable {
     }
 
     private let multi: CurlMulti
-    /// Used by the engine thread only (and by its transfers' callbacks, which libcurl runs on it).
-    private let ramp: TransferRamp
     private let inbox = Mutex(Inbox())
     /// Held for a wakeup and for replacing the multi handle: a lock of its own, so that a command's sender does not
     /// hold the inbox (which the engine takes twice a round) through the wakeup's system call.
@@ -48,20 +42,9 @@ final class CurlEngine: @unchecked Sendable {
     /// Connections this engine may open: what its load is measured against.
     private let connections: Atomic<Int>
 
-    /// Transfers the engine holds back and runs (for tests); only the engine thread writes it, when they change
-    /// (``published``, which only the engine thread uses, is what it wrote last).
-    private let counts = Mutex((waiting: 0, running: 0))
-    private var published = (waiting: 0, running: 0)
-    /// Transfers the engine holds back for its ramp, and transfers it has handed to libcurl (for tests).
-    var rampCounts: (waiting: Int, running: Int) { counts.withLock { $0 } }
-
-    /// - Parameter ramp: the engine's ramp (``TransferRamp``), made for its place among the transport's engines.
-    init(maxConnections: Int, maxPerHost: Int, ramp: TransferRamp = TransferRamp(), name: String = "mediafetch.curl")
-        throws(TransportError)
-    {
+    init(maxConnections: Int, maxPerHost: Int, name: String = "mediafetch.curl") throws(TransportError) {
         multi = try CurlMulti(maxConnections: maxConnections, maxPerHost: maxPerHost)
         connections = Atomic(max(1, maxConnections))
-        self.ramp = ramp
         // The thread holds the engine until it ends, so the multi handle outlives every call libcurl makes.
         let thread = Thread { [self] in run() }
         thread.name = name
@@ -160,38 +143,9 @@ final class CurlEngine: @unchecked Sendable {
         return Int32(clamping: max(1, min(1000, milliseconds)))
     }
 
-    /// Hands libcurl the waiting transfers the ramp lets through, oldest first.
-    /// - Returns: how many it handed over.
-    @discardableResult
-    private func admit(
-        _ waiting: inout FIFOQueue<CurlTransfer>, into active: inout [UnsafeMutableRawPointer: CurlTransfer],
-        mayPause: inout Bool
-    ) -> Int {
-        var handed = 0
-        while ramp.admits, let transfer = waiting.popFirst() {
-            handed += 1
-            do {
-                try multi.add(transfer.easy)
-                active[transfer.easy.handle] = transfer
-                ramp.admitted()
-                if transfer.mayPause { mayPause = true }
-            } catch {
-                transfer.complete(stopped: error)
-            }
-        }
-        let now = (waiting: waiting.count, running: active.count)
-        if now != published {
-            published = now
-            counts.withLock { $0 = now }
-        }
-        return handed
-    }
-
     private func run() {
         // Running transfers by their easy handle: the key libcurl hands back when one finishes.
         var active: [UnsafeMutableRawPointer: CurlTransfer] = [:]
-        // Transfers the ramp holds back.
-        var waiting = FIFOQueue<CurlTransfer>()
         // Whether any transfer added since the engine started pays into a rate limit: without one no transfer
         // ever pauses, and the two looks at every active transfer each round are spared.
         var mayPause = false
@@ -207,17 +161,18 @@ final class CurlEngine: @unchecked Sendable {
             for command in commands {
                 switch command {
                 case .add(let transfer):
-                    transfer.ramp = ramp
-                    waiting.append(transfer)
+                    do {
+                        try multi.add(transfer.easy)
+                        active[transfer.easy.handle] = transfer
+                        if transfer.mayPause { mayPause = true }
+                    } catch {
+                        transfer.complete(stopped: error)
+                    }
                 case .cancel(let transfer):
                     // A cancel that arrives after its transfer finished finds nothing, or another transfer.
-                    if active[transfer.easy.handle] === transfer {
-                        active[transfer.easy.handle] = nil
-                        try? multi.remove(transfer.easy)
-                        ramp.ended(answered: transfer.answered, connects: 1)
-                    } else if waiting.remove(where: { $0 === transfer }) == nil {
-                        continue
-                    }
+                    guard active[transfer.easy.handle] === transfer else { continue }
+                    active[transfer.easy.handle] = nil
+                    try? multi.remove(transfer.easy)
                     transfer.complete(stopped: TransportError(.cancelled, url: transfer.easy.url))
                 case .resize(let connections, let perHost, let resting):
                     do {
@@ -230,7 +185,6 @@ final class CurlEngine: @unchecked Sendable {
                 }
             }
             if stopping || problem != nil { break }
-            admit(&waiting, into: &active, mayPause: &mayPause)
             // Transfers the rate limit paused go on when their time has come.
             if mayPause {
                 let now = ContinuousClock.now
@@ -250,15 +204,11 @@ final class CurlEngine: @unchecked Sendable {
                 try multi.perform()
                 for (handle, result) in multi.finished() {
                     guard let transfer = active.removeValue(forKey: handle) else { continue }
-                    // Read before `complete`: from then on the transfer is its caller's.
-                    let (connects, answered) = (transfer.easy.newConnections, transfer.answered)
+                    // Before `complete`: from then on the transfer is its caller's.
+                    transfer.ticket?.ended(connects: transfer.easy.newConnections)
                     try? multi.remove(transfer.easy)
                     transfer.complete(result)
-                    ramp.ended(answered: answered, connects: connects)
                 }
-                // Room the ramp made, as transfers were answered or ended: the next ones start without a poll
-                // between (the loop performs again at its top).
-                if admit(&waiting, into: &active, mayPause: &mayPause) > 0 { continue }
                 // Idle connections of an engine on standby would count against the limits that the engine taking
                 // its transfers now has: closed once its last transfer ended.
                 if standby && !closed && active.isEmpty {
@@ -286,10 +236,6 @@ final class CurlEngine: @unchecked Sendable {
             try? multi.remove(transfer.easy)
             transfer.complete(stopped: TransportError(reason.code, url: transfer.easy.url, detail: reason.detail))
         }
-        for transfer in waiting.removeAll() {
-            transfer.complete(stopped: TransportError(reason.code, url: transfer.easy.url, detail: reason.detail))
-        }
-        counts.withLock { $0 = (0, 0) }
         let (late, waiters) = inbox.withLock { inbox in
             inbox.stopping = true
             inbox.stopped = true

@@ -45,9 +45,9 @@ final class CurlTransfer: @unchecked Sendable {
     /// Kept alive here because libcurl reads the list until the transfer is done.
     private let headerList: CurlHeaderList
     var continuation: CheckedContinuation<Void, any Error>?
-    /// The ramp of the engine that runs the transfer, told when the server answers (set and used on the engine's
-    /// thread only).
-    var ramp: TransferRamp?
+    /// The transfer's place in its server's ramp (``TransferRamps``), told when the server answers and when the
+    /// transfer ends; nil once the server is known to keep connections. Set before the engine has the transfer.
+    var ticket: RampTicket?
 
     /// The headers of the latest response: each status line starts a fresh set, so redirects leave none behind.
     private(set) var headers = HTTPHeaders()
@@ -247,11 +247,11 @@ final class CurlTransfer: @unchecked Sendable {
         return true
     }
 
-    /// Tells the engine's ramp, once, that the server answered.
+    /// Tells the ramp, once, that the server answered.
     private func tellRampAnswered() {
         guard !answered else { return }
         answered = true
-        ramp?.answered()
+        ticket?.answered()
     }
 
     /// Looks at the final response before any of its body is kept: for a download this is where the status

@@ -11,9 +11,9 @@ extension CurlTransport {
             options: [
                 OptionSpec(
                     "concurrency", .integer(1...256), default: .integer(16),
-                    doc: "Downloads at once, and connections in all. Until a connection is seen to serve a second "
-                        + "download, at most 4 requests wait for their first answer at once, so that a server with a "
-                        + "short listen queue (Python's http.server has 5) drops no connection."),
+                    doc: "Downloads at once, and connections in all. Until a connection to a server is seen to serve "
+                        + "a second download, at most 4 requests to that server wait for their first answer at once, so "
+                        + "that a server with a short listen queue (Python's http.server has 5) drops no connection."),
                 OptionSpec(
                     "per-host", .integer(1...256), defaultText: "concurrency",
                     doc: "Connections to one host at most."),

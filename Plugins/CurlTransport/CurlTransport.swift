@@ -23,8 +23,9 @@ import Synchronization
 /// never touches the kept bytes.
 public final class CurlTransport: Transport {
     public struct Configuration: Sendable {
-        /// Downloads at once, and connections in all. Until a connection is seen to serve a second transfer, at most
-        /// four requests wait for their first answer at once, so that a server's listen queue is never flooded.
+        /// Downloads at once, and connections in all. Until a connection to a server is seen to serve a second
+        /// transfer, at most four requests to that server wait for their first answer at once, so that its listen
+        /// queue is never flooded.
         public var concurrency: Int
         /// Connections to one host at most.
         public var perHost: Int
@@ -121,8 +122,7 @@ public final class CurlTransport: Transport {
         }
         engines = try shares.enumerated().map { index, limits in
             try CurlEngine(
-                maxConnections: limits.connections, maxPerHost: limits.perHost,
-                ramp: TransferRamp(engine: index, of: count), name: "mediafetch.curl.\(index)")
+                maxConnections: limits.connections, maxPerHost: limits.perHost, name: "mediafetch.curl.\(index)")
         }
         self.shares = shares
         adaptive = count > 1 && configuration.perHost >= configuration.concurrency
@@ -174,8 +174,17 @@ public final class CurlTransport: Transport {
     /// Transfers reserved for each engine since the transport began (for tests).
     var startedByEngine: [Int] { engines.map { $0.started.load(ordering: .relaxed) } }
 
-    /// Transfers each engine holds back for its ramp, and runs (for tests).
-    var rampCountsByEngine: [(waiting: Int, running: Int)] { engines.map(\.rampCounts) }
+    /// How many transfers to each server may wait for its answer at once, shared by the engines.
+    let ramps = TransferRamps()
+
+    /// Runs a transfer on the least loaded engine once its server's ramp lets it start (``TransferRamps``).
+    private func perform(_ transfer: CurlTransfer) async throws {
+        let ticket = try await ramps.enter(transfer.easy.originKey)
+        // Given back here too when the transfer never reached libcurl (the engine ends it first otherwise).
+        defer { ticket?.ended(connects: 1) }
+        transfer.ticket = ticket
+        try await reserveEngine().perform(transfer)
+    }
 
     public func send(_ request: HTTPRequest) async throws -> HTTPResponse {
         if let error = TransportError.checkScheme(request.url) { throw error }
@@ -198,7 +207,7 @@ public final class CurlTransport: Transport {
             maxRedirects: configuration.maxRedirects)
         // Out of the engine once perform returns or throws, whatever the outcome: the next transfer may have it.
         defer { handles.give(easy) }
-        try await reserveEngine().perform(transfer)
+        try await perform(transfer)
         return HTTPResponse(
             status: transfer.status, headers: transfer.headers,
             url: easy.effectiveURL ?? request.url, body: transfer.data)
@@ -225,7 +234,7 @@ public final class CurlTransport: Transport {
             maxRedirects: 0)
         // Out of the engine once perform returns or throws, whatever the outcome: the next transfer may have it.
         defer { handles.give(easy) }
-        try await reserveEngine().perform(transfer)
+        try await perform(transfer)
         return HTTPResponse(
             status: transfer.status, headers: transfer.headers, url: easy.effectiveURL ?? request.url,
             body: transfer.data)
@@ -257,7 +266,7 @@ public final class CurlTransport: Transport {
             arena: bodies)
         // Out of the engine once perform returns or throws, whatever the outcome: the next transfer may have it.
         defer { handles.give(easy) }
-        try await reserveEngine().perform(transfer)
+        try await perform(transfer)
         let written = transfer.file?.written ?? 0
         let base = transfer.file?.base ?? 0
         record(body: written)

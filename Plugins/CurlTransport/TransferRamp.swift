@@ -1,7 +1,10 @@
-/// How many of an engine's transfers may wait for the server's first answer at once: its share of four (the
-/// transport's engines split them, one each when there are more than four; an engine that takes every transfer while
-/// bodies are small keeps its share), until a transfer is seen to go over a connection an earlier one opened (the
-/// server keeps connections), and from then on all of the engine's transfers.
+import MediaFetchCore
+import Synchronization
+
+/// How many of a transport's transfers to one server (one scheme, host and port) may wait for the server's first
+/// answer at once: four, until a transfer to it is seen to go over a connection an earlier one opened (the server
+/// keeps connections), and from then on all of them. The transport's engines share one ramp, so a server counts the
+/// same whichever engine runs its transfers, and a server that is slow to answer holds back its own transfers only.
 ///
 /// A server's kernel takes connections into a listen queue before the server accepts them, and drops what comes
 /// when the queue is full: the client then sends its SYN again a second later (and again two seconds after that).
@@ -12,48 +15,200 @@
 /// never learns: it ran one transfer at a time). A transfer the server has answered was accepted, so with at most
 /// four unanswered the queue never holds more than four of ours.
 ///
-/// A server that keeps connections (nginx, a CDN, anything over HTTP/2) costs the ramp the first few transfers: the
-/// ramp ends once one of them reused a connection. The count is the engine's, for every host: libcurl's per-host
-/// limit is one number for all hosts, and a transfer it holds back for want of a connection starts only when
-/// another transfer ends. Only the engine's thread uses a ramp.
-final class TransferRamp {
-    /// Transfers admitted and not yet answered, while the ramp lasts.
-    private(set) var unanswered = 0
-    /// Whether a transfer went over a connection an earlier one had opened: the ramp is over.
-    private(set) var over = false
-
-    /// Unanswered transfers of a transport at most while the ramp lasts: below a listen queue of 5, the smallest in
+/// A server that keeps connections (nginx, a CDN, anything over HTTP/2) costs the ramp its first few transfers. A
+/// transfer is counted against the server it was sent to, wherever redirects take it. Transfers held back wait in
+/// the order they came, before an engine or an easy handle's timeout has them; cancelling one's task takes it out.
+final class TransferRamps: Sendable {
+    /// Unanswered transfers to one server at most while its ramp lasts: below a listen queue of 5, the smallest in
     /// common use.
-    static let transportLimit = 4
+    static let limit = 4
+    /// Servers remembered at most beyond those with transfers in flight: past this many, servers with nothing in
+    /// flight are forgotten (one seen to keep connections then ramps again), so that a list of a million hosts
+    /// keeps no entry for each.
+    static let remembered = 1024
 
-    /// This engine's share of ``transportLimit``.
-    let limit: Int
-
-    /// - Parameters:
-    ///   - engine: the engine's index among the transport's engines.
-    ///   - engines: how many engines the transport has.
-    init(engine: Int = 0, of engines: Int = 1) {
-        let count = max(1, engines)
-        limit = max(1, Self.transportLimit / count + (engine < Self.transportLimit % count ? 1 : 0))
+    private struct Waiter {
+        let id: UInt64
+        /// Resumed with true when the waiter took a place among the unanswered, false when the ramp ended.
+        let continuation: CheckedContinuation<Bool, any Error>
     }
 
-    /// Whether the engine may start one more transfer now.
-    var admits: Bool { over || unanswered < limit }
+    private struct Server {
+        var unanswered = 0
+        var over = false
+        var waiters = FIFOQueue<Waiter>()
 
-    /// The engine handed libcurl a transfer.
-    func admitted() {
-        if !over { unanswered += 1 }
+        var idle: Bool { unanswered == 0 && waiters.count == 0 }
+
+        /// Takes a place for one more transfer when the ramp allows it: true when it counts among the unanswered,
+        /// false when the ramp is over; nil when it must wait.
+        mutating func take() -> Bool? {
+            if over { return false }
+            guard unanswered < TransferRamps.limit, waiters.count == 0 else { return nil }
+            unanswered += 1
+            return true
+        }
+
+        /// One transfer no longer waits for an answer: its place goes to the oldest waiting transfer, if any.
+        mutating func giveBack() -> Waiter? {
+            if over { return nil }
+            let waiter = waiters.popFirst()
+            if waiter == nil { unanswered = max(0, unanswered - 1) }
+            return waiter
+        }
+
+        /// The server keeps connections: the ramp is over, and every waiting transfer goes.
+        mutating func end() -> [Waiter] {
+            if over { return [] }
+            over = true
+            unanswered = 0
+            return waiters.removeAll()
+        }
     }
 
-    /// A server answered one of the engine's transfers (its status line came, or it ended well without one).
+    private enum Decision {
+        case go(counted: Bool)
+        case wait
+        case cancelled
+    }
+
+    private struct State {
+        var servers: [Int: Server] = [:]
+        var nextWaiter: UInt64 = 0
+    }
+
+    private let state = Mutex(State())
+
+    init() {}
+
+    /// Waits until a transfer to the server `origin` (``originKey(_:)``) may start.
+    /// - Returns: the ticket the transfer reports its answer and its end with; nil when the server keeps connections
+    ///   and there is nothing to report.
+    /// - Throws: `CancellationError` when the calling task is cancelled while it waits.
+    func enter(_ origin: Int) async throws -> RampTicket? {
+        // Nearly always decided here, without a continuation: the server keeps connections, or there is room.
+        let decided: Bool? = state.withLock { state in
+            if state.servers.count >= Self.remembered { state.servers = state.servers.filter { !$0.value.idle } }
+            return state.servers[origin, default: Server()].take()
+        }
+        if let counted = decided { return counted ? RampTicket(self, origin) : nil }
+        let id = state.withLock { state in
+            defer { state.nextWaiter += 1 }
+            return state.nextWaiter
+        }
+        let counted = try await withTaskCancellationHandler {
+            try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Bool, any Error>) in
+                // Looked at again under the lock: room may have come since.
+                let decision: Decision = state.withLock { state in
+                    if Task.isCancelled { return .cancelled }
+                    if let counted = state.servers[origin, default: Server()].take() { return .go(counted: counted) }
+                    state.servers[origin, default: Server()].waiters.append(Waiter(id: id, continuation: continuation))
+                    return .wait
+                }
+                switch decision {
+                case .wait: break
+                case .cancelled: continuation.resume(throwing: CancellationError())
+                case .go(let counted): continuation.resume(returning: counted)
+                }
+            }
+        } onCancel: {
+            let waiter = state.withLock { $0.servers[origin]?.waiters.remove { $0.id == id } }
+            waiter?.continuation.resume(throwing: CancellationError())
+        }
+        return counted ? RampTicket(self, origin) : nil
+    }
+
+    /// A transfer to `origin` no longer waits for an answer: its place goes to the oldest waiting transfer.
+    fileprivate func answered(_ origin: Int) {
+        let next = state.withLock { $0.servers[origin]?.giveBack() }
+        next?.continuation.resume(returning: true)
+    }
+
+    /// `origin` keeps connections: its ramp is over, and every transfer waiting for it goes.
+    fileprivate func keepsConnections(_ origin: Int) {
+        let released = state.withLock { $0.servers[origin]?.end() } ?? []
+        for waiter in released { waiter.continuation.resume(returning: false) }
+    }
+
+    /// Transfers to `origin` waiting for their turn, and those sent that the server has not answered (for tests).
+    func counts(_ origin: Int) -> (waiting: Int, unanswered: Int) {
+        state.withLock { state in
+            state.servers[origin].map { ($0.waiters.count, $0.unanswered) } ?? (0, 0)
+        }
+    }
+
+    /// Whether `origin` is known to keep connections (for tests).
+    func isOver(_ origin: Int) -> Bool { state.withLock { $0.servers[origin]?.over ?? false } }
+
+    /// A key for the scheme, host and port of the URL in `text` (lowercased, without user and password): the
+    /// server a transfer is counted against. A hash, not the text, so that the hot path builds no string.
+    static func originKey(_ text: UnsafeBufferPointer<UInt8>) -> Int {
+        var hasher = Hasher()
+        var index = 0
+        // The scheme, up to "://".
+        while index < text.count, text[index] != UInt8(ascii: ":") {
+            hasher.combine(lowercased(text[index]))
+            index += 1
+        }
+        hasher.combine(UInt8(ascii: ":"))
+        while index < text.count, text[index] == UInt8(ascii: ":") || text[index] == UInt8(ascii: "/") { index += 1 }
+        // The authority, up to the path, query or fragment; what a user and password precede ends at the last "@".
+        var end = index
+        var host = index
+        while end < text.count, ![UInt8(ascii: "/"), UInt8(ascii: "?"), UInt8(ascii: "#")].contains(text[end]) {
+            if text[end] == UInt8(ascii: "@") { host = end + 1 }
+            end += 1
+        }
+        for byte in text[host..<end] { hasher.combine(lowercased(byte)) }
+        return hasher.finalize()
+    }
+
+    /// ``originKey(_:)-(UnsafeBufferPointer<UInt8>)`` of a URL's text.
+    static func originKey(_ url: String) -> Int {
+        var text = url
+        return text.withUTF8 { originKey($0) }
+    }
+
+    private static func lowercased(_ byte: UInt8) -> UInt8 {
+        (UInt8(ascii: "A")...UInt8(ascii: "Z")).contains(byte) ? byte + 32 : byte
+    }
+}
+
+/// A transfer's place among its server's unanswered transfers (``TransferRamps``): given back once, when the server
+/// answers or the transfer ends, whichever comes first.
+///
+/// `Sendable`: its flags are behind a lock; the engine's thread reports the answer and the end, and the transport
+/// ends it once more (which does nothing then) when the transfer never reached an engine.
+final class RampTicket: Sendable {
+    private let ramps: TransferRamps
+    private let origin: Int
+    /// Whether the answer came, and whether the transfer ended.
+    private let flags = Mutex((answered: false, ended: false))
+
+    fileprivate init(_ ramps: TransferRamps, _ origin: Int) {
+        self.ramps = ramps
+        self.origin = origin
+    }
+
+    /// The server answered the transfer (its status line came, or the transfer ended well without one): it was
+    /// accepted, and its place goes to the next transfer.
     func answered() {
-        if !over { unanswered = max(0, unanswered - 1) }
+        let first = flags.withLock { flags in
+            defer { flags.answered = true }
+            return !flags.answered && !flags.ended
+        }
+        if first { ramps.answered(origin) }
     }
 
-    /// An admitted transfer ended. A transfer that ended unanswered (refused, timed out) no longer waits; one that
-    /// opened no connection of its own (`connects` is 0) went over a kept one, and the ramp is over.
-    func ended(answered: Bool, connects: Int) {
-        if !answered { self.answered() }
-        if connects == 0 && answered { over = true }
+    /// The transfer ended. One that ended unanswered (refused, timed out) gives its place back; one that was answered
+    /// over a connection it did not open (`connects` is 0) shows that the server keeps connections.
+    func ended(connects: Int) {
+        let (wasAnswered, first) = flags.withLock { flags in
+            defer { flags.ended = true }
+            return (flags.answered, !flags.ended)
+        }
+        guard first else { return }
+        if !wasAnswered { ramps.answered(origin) }
+        if wasAnswered && connects == 0 { ramps.keepsConnections(origin) }
     }
 }

@@ -10,41 +10,70 @@ import Testing
 /// connections (``TransferRamp``).
 @Suite("Transfer ramp")
 struct TransferRampTests {
-    @Test func theTransportsFourAreSharedOutAmongItsEngines() {
-        #expect(TransferRamp(engine: 0, of: 1).limit == 4)
-        #expect([0, 1].map { TransferRamp(engine: $0, of: 2).limit } == [2, 2])
-        #expect([0, 1, 2].map { TransferRamp(engine: $0, of: 3).limit } == [2, 1, 1])
-        // More engines than four: each still starts one.
-        #expect((0..<8).map { TransferRamp(engine: $0, of: 8).limit } == Array(repeating: 1, count: 8))
+    @Test func aServerIsItsSchemeHostAndPort() {
+        let key = { (text: String) in TransferRamps.originKey(text) }
+        #expect(key("http://Example.COM:8080/a.m4a") == key("HTTP://example.com:8080/b/c?d#e"))
+        #expect(key("http://user:secret@example.com:8080/a") == key("http://example.com:8080"))
+        #expect(key("http://example.com:8080/a") != key("http://example.com:8081/a"))
+        #expect(key("http://example.com/a") != key("https://example.com/a"))
+        #expect(key("http://example.com/a") != key("http://example.org/a"))
     }
 
-    @Test func anAnswerMakesRoomAndAKeptConnectionEndsTheRamp() {
-        let ramp = TransferRamp(engine: 0, of: 2)
-        ramp.admitted()
-        ramp.admitted()
-        #expect(!ramp.admits)
-        ramp.answered()
-        #expect(ramp.admits)
-        ramp.admitted()
+    @Test func anAnswerMakesRoomAndAKeptConnectionEndsTheRamp() async throws {
+        let ramps = TransferRamps()
+        let server = TransferRamps.originKey("http://127.0.0.1:1/")
+        var tickets: [RampTicket] = []
+        for _ in 0..<4 { tickets.append(try #require(await ramps.enter(server))) }
+        #expect(ramps.counts(server) == (waiting: 0, unanswered: 4))
+        // The fifth waits, and takes the place of the first answered.
+        let fifth = Task { try await ramps.enter(server) }
+        await yield(until: { ramps.counts(server).waiting == 1 })
+        #expect(ramps.counts(server) == (waiting: 1, unanswered: 4))
+        tickets[0].answered()
+        let fifthTicket = try #require(try await fifth.value)
+        #expect(ramps.counts(server) == (waiting: 0, unanswered: 4))
+        // Told twice, or answered and then ended, a ticket gives its place back once.
+        tickets[0].answered()
+        tickets[0].ended(connects: 1)
+        #expect(ramps.counts(server) == (waiting: 0, unanswered: 4))
         // A transfer that ended without an answer (refused, timed out) no longer counts.
-        ramp.ended(answered: false, connects: 1)
-        #expect(ramp.admits)
-        // One that opened its own connection says nothing about keeping them.
-        ramp.ended(answered: true, connects: 1)
-        #expect(!ramp.over)
-        ramp.admitted()
-        #expect(!ramp.admits)
-        // One that went over a connection an earlier transfer left open: the server keeps them.
-        ramp.ended(answered: true, connects: 0)
-        #expect(ramp.over)
-        for _ in 0..<100 { ramp.admitted() }
-        #expect(ramp.admits)
+        tickets[1].ended(connects: 1)
+        #expect(ramps.counts(server) == (waiting: 0, unanswered: 3))
+        // Another server has a ramp of its own.
+        let other = TransferRamps.originKey("http://127.0.0.1:2/")
+        #expect(try await ramps.enter(other) != nil)
+        #expect(ramps.counts(other) == (waiting: 0, unanswered: 1))
+        // An answer over a connection an earlier transfer opened: the server keeps connections, and what waits goes.
+        tickets.append(try #require(await ramps.enter(server)))
+        let waiting = Task { try await ramps.enter(server) }
+        await yield(until: { ramps.counts(server).waiting == 1 })
+        fifthTicket.answered()
+        #expect(try await waiting.value != nil)
+        tickets[2].answered()
+        tickets[2].ended(connects: 0)
+        #expect(ramps.isOver(server))
+        #expect(!ramps.isOver(other))
+        for _ in 0..<100 { #expect(try await ramps.enter(server) == nil) }
+    }
+
+    @Test func aTransferCancelledWhileItWaitsTakesNoPlace() async throws {
+        let ramps = TransferRamps()
+        let server = TransferRamps.originKey("http://127.0.0.1:1/")
+        var tickets: [RampTicket] = []
+        for _ in 0..<4 { tickets.append(try #require(await ramps.enter(server))) }
+        let waiting = Task { try await ramps.enter(server) }
+        await yield(until: { ramps.counts(server).waiting == 1 })
+        waiting.cancel()
+        await #expect(throws: CancellationError.self) { try await waiting.value }
+        #expect(ramps.counts(server) == (waiting: 0, unanswered: 4))
+        tickets[0].answered()
+        #expect(ramps.counts(server) == (waiting: 0, unanswered: 3))
     }
 
     /// Against a server that closes each connection after one answer (as Python's `http.server` does), sixteen
-    /// downloads at once never have more than four requests the server has not answered; the others wait in the
-    /// engines until one is answered. The server lets the requests it holds go one at a time, and after each one
-    /// (once every download the engines let go has reached it) at most four are held.
+    /// downloads at once never have more than four requests the server has not answered, however many engines the
+    /// transport has; the others wait until one is answered. The server lets the requests it holds go one at a time,
+    /// and after each one (once every download the ramp let go has reached it) at most four are held.
     @Test func aServerThatClosesEachConnectionNeverHasMoreThanFourUnanswered() async throws {
         let server = try MockCatalogServer()
         defer { server.stop() }
@@ -54,24 +83,25 @@ struct TransferRampTests {
             gate.pass()
             return .closeAfterResponse
         }
-        let transport = try CurlTransport(.init(concurrency: 16))
+        let transport = try CurlTransport(.init(concurrency: 16, threads: 8))
+        let origin = TransferRamps.originKey(server.url(path: "/").absoluteString)
         try await withTemporaryDirectory { directory in
             let urls = contents.indices.map { server.url(path: "/closing/\($0).bin") }
             let downloads = Task { try await downloadAll(urls, expecting: contents, into: directory, with: transport) }
-            let held = { transport.rampCountsByEngine.map(\.waiting).reduce(0, +) }
-            // Four requests reach the server and wait there; the twelve other downloads wait in the engines.
+            let held = { transport.ramps.counts(origin).waiting }
+            // Four requests reach the server and wait there; the twelve other downloads wait for their turn.
             await yield(until: { gate.arrived == 4 && held() == 12 })
             #expect(gate.arrived == 4)
             #expect(held() == 12)
             for released in 1...16 {
                 gate.release()
-                // Every download the engines let go has reached the server (a moment later an engine may let one more
-                // go: the counts are looked at again below).
+                // Every download the ramp let go has reached the server (a moment later it may let one more go: the
+                // counts are looked at again below).
                 await yield(until: { gate.arrived + held() == 16 && gate.passed == released })
                 #expect(gate.arrived - released <= 4, "\(gate.arrived - released) requests unanswered at once")
-                // Downloads still held by an engine: one of them reaches the server once the answer is in.
+                // Downloads still held back: one of them reaches the server once the answer is in.
                 await yield(until: { held() == 0 || gate.arrived - released >= 1 })
-                #expect(held() == 0 || gate.arrived - released >= 1, "downloads wait in the engines for nothing")
+                #expect(held() == 0 || gate.arrived - released >= 1, "downloads wait for nothing")
                 #expect(gate.arrived - released <= 4, "\(gate.arrived - released) requests unanswered at once")
             }
             try await downloads.value
@@ -109,6 +139,47 @@ struct TransferRampTests {
             #expect(outcomes.filter { $0 }.count == 4)
             #expect(outcomes.filter { !$0 }.count == 8)
         }
+        await transport.shutdown()
+    }
+
+    /// A server that holds its requests unanswered holds back its own downloads only: another server's go on, and that
+    /// one keeping connections does not end the first one's ramp.
+    @Test func aServerThatDoesNotAnswerHoldsBackOnlyItsOwnDownloads() async throws {
+        let stuck = try MockCatalogServer()
+        defer { stuck.stop() }
+        let kept = try MockCatalogServer()
+        defer { kept.stop() }
+        let stuckContents = Self.serveSixteen(on: stuck, under: "stuck", seed: 1_000)
+        let keptContents = Self.serveSixteen(on: kept, under: "kept", seed: 1_100)
+        let gate = RequestGate()
+        stuck.setFaultHook { _ in
+            gate.pass()
+            return .closeAfterResponse
+        }
+        let transport = try CurlTransport(.init(concurrency: 16, threads: 1))
+        let stuckOrigin = TransferRamps.originKey(stuck.url(path: "/").absoluteString)
+        let keptOrigin = TransferRamps.originKey(kept.url(path: "/").absoluteString)
+        try await withTemporaryDirectory { directory in
+            let stuckURLs = stuckContents.indices.map { stuck.url(path: "/stuck/\($0).bin") }
+            let stuckDownloads = Task {
+                try await downloadAll(stuckURLs, expecting: stuckContents, into: directory, with: transport)
+            }
+            await yield(until: { gate.arrived == 4 && transport.ramps.counts(stuckOrigin).waiting == 12 })
+            #expect(gate.arrived == 4)
+            let keptURLs = keptContents.indices.map { kept.url(path: "/kept/\($0).bin") }
+            let keptFolder = directory.appendingPathComponent("kept")
+            try FileManager.default.createDirectory(at: keptFolder, withIntermediateDirectories: false)
+            // Twice: the second round goes over the connections the first left open.
+            for _ in 0..<2 {
+                try await downloadAll(keptURLs, expecting: keptContents, into: keptFolder, with: transport)
+            }
+            #expect(transport.ramps.isOver(keptOrigin))
+            #expect(!transport.ramps.isOver(stuckOrigin))
+            #expect(gate.arrived == 4, "\(gate.arrived) requests reached the server that answers none")
+            gate.open()
+            try await stuckDownloads.value
+        }
+        #expect(gate.arrived == 16)
         await transport.shutdown()
     }
 

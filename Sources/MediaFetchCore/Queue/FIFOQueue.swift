@@ -1,6 +1,7 @@
 /// Elements in the order they came, taken from the front without moving the rest each time: taken ones are dropped
 /// in one move once they are half the array (or all of it), not one by one. The pipeline's ``JobQueue`` and the curl
-/// engine's held-back transfers use it (`package`: shared by this package's modules, not public API).
+/// transport's transfers waiting for their server's ramp use it (`package`: shared by this package's modules, not
+/// public API).
 package struct FIFOQueue<Element> {
     private var elements: [Element] = []
     /// The oldest element not yet taken.
