@@ -140,8 +140,9 @@ final class TransferRamps: Sendable {
     /// Whether `origin` is known to keep connections (for tests).
     func isOver(_ origin: Int) -> Bool { state.withLock { $0.servers[origin]?.over ?? false } }
 
-    /// A key for the scheme, host and port of the URL in `text` (lowercased, without user and password): the
-    /// server a transfer is counted against. A hash, not the text, so that the hot path builds no string.
+    /// A key for the scheme, host and port of the URL in `text` (lowercased, without user and password, and without
+    /// the scheme's default port: `http://h/` and `http://h:80/` are one server): the server a transfer is counted
+    /// against. A hash, not the text, so that the hot path builds no string.
     static func originKey(_ text: UnsafeBufferPointer<UInt8>) -> Int {
         var hasher = Hasher()
         var index = 0
@@ -150,17 +151,51 @@ final class TransferRamps: Sendable {
             hasher.combine(lowercased(text[index]))
             index += 1
         }
+        let defaultPort = defaultPort(ofScheme: UnsafeBufferPointer(rebasing: text[0..<index]))
         hasher.combine(UInt8(ascii: ":"))
         while index < text.count, text[index] == UInt8(ascii: ":") || text[index] == UInt8(ascii: "/") { index += 1 }
         // The authority, up to the path, query or fragment; what a user and password precede ends at the last "@".
         var end = index
         var host = index
+        // Where the port's ":" is: the last one outside an IPv6 address's brackets.
+        var colon: Int?
         while end < text.count, ![UInt8(ascii: "/"), UInt8(ascii: "?"), UInt8(ascii: "#")].contains(text[end]) {
-            if text[end] == UInt8(ascii: "@") { host = end + 1 }
+            switch text[end] {
+            case UInt8(ascii: "@"):
+                host = end + 1
+                colon = nil
+            case UInt8(ascii: ":"): colon = end
+            case UInt8(ascii: "]"): colon = nil
+            default: break
+            }
             end += 1
+        }
+        if let colon, let defaultPort {
+            let port = UnsafeBufferPointer(rebasing: text[(colon + 1)..<end])
+            if digits(port, name: defaultPort) { end = colon }
         }
         for byte in text[host..<end] { hasher.combine(lowercased(byte)) }
         return hasher.finalize()
+    }
+
+    /// The port a URL of `scheme` means when it names none: 80 for http, 443 for https, nil for other schemes.
+    private static func defaultPort(ofScheme scheme: UnsafeBufferPointer<UInt8>) -> Int? {
+        guard scheme.count == 4 || scheme.count == 5,
+            lowercased(scheme[0]) == UInt8(ascii: "h"), lowercased(scheme[1]) == UInt8(ascii: "t"),
+            lowercased(scheme[2]) == UInt8(ascii: "t"), lowercased(scheme[3]) == UInt8(ascii: "p")
+        else { return nil }
+        if scheme.count == 4 { return 80 }
+        return lowercased(scheme[4]) == UInt8(ascii: "s") ? 443 : nil
+    }
+
+    /// Whether a port's `digits` name `port`. No digits name the scheme's default port, as they do to libcurl.
+    private static func digits(_ digits: UnsafeBufferPointer<UInt8>, name port: Int) -> Bool {
+        var value = 0
+        for digit in digits {
+            guard (UInt8(ascii: "0")...UInt8(ascii: "9")).contains(digit) else { return false }
+            value = min(65_536, value * 10 + Int(digit - UInt8(ascii: "0")))
+        }
+        return digits.isEmpty || value == port
     }
 
     /// ``originKey(_:)-(UnsafeBufferPointer<UInt8>)`` of a URL's text.

@@ -17,6 +17,17 @@ struct TransferRampTests {
         #expect(key("http://example.com:8080/a") != key("http://example.com:8081/a"))
         #expect(key("http://example.com/a") != key("https://example.com/a"))
         #expect(key("http://example.com/a") != key("http://example.org/a"))
+        // The scheme's default port, named or not (an empty port is the default too), and a query after the host.
+        #expect(key("http://example.com/a") == key("http://example.com:80/b"))
+        #expect(key("HTTPS://example.com") == key("https://example.com:443?q=1"))
+        #expect(key("http://example.com:/a") == key("http://example.com/a"))
+        #expect(key("http://example.com:443/a") != key("http://example.com/a"))
+        #expect(key("https://example.com:80/a") != key("https://example.com/a"))
+        // IPv6: the colons inside the brackets are the address's, not a port's.
+        #expect(key("http://[::1]:80/a") == key("http://[::1]/b"))
+        #expect(key("http://[::1]:8080/a") != key("http://[::1]/a"))
+        #expect(key("http://[::80]/a") != key("http://[::]/a"))
+        #expect(key("http://user:80@example.com:8080/a") == key("http://example.com:8080/"))
     }
 
     @Test func anAnswerMakesRoomAndAKeptConnectionEndsTheRamp() async throws {
