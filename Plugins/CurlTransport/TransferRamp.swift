@@ -34,6 +34,9 @@ final class TransferRamps: Sendable {
     }
 
     private struct Server {
+        /// Tickets out that have not given their place back. Still counted once the ramp is over, so that a server
+        /// counts as idle (and may be forgotten) only when none is out: an old ticket then gives no place to the
+        /// fresh entry of a server that ramps again.
         var unanswered = 0
         var over = false
         var waiters = FIFOQueue<Waiter>()
@@ -49,19 +52,18 @@ final class TransferRamps: Sendable {
             return true
         }
 
-        /// One transfer no longer waits for an answer: its place goes to the oldest waiting transfer, if any.
+        /// A ticket's transfer no longer waits for an answer: its place goes to the oldest waiting transfer while the
+        /// ramp lasts, and is counted out otherwise.
         mutating func giveBack() -> Waiter? {
-            if over { return nil }
-            let waiter = waiters.popFirst()
-            if waiter == nil { unanswered = max(0, unanswered - 1) }
-            return waiter
+            if !over, let waiter = waiters.popFirst() { return waiter }
+            unanswered = max(0, unanswered - 1)
+            return nil
         }
 
         /// The server keeps connections: the ramp is over, and every waiting transfer goes.
         mutating func end() -> [Waiter] {
             if over { return [] }
             over = true
-            unanswered = 0
             return waiters.removeAll()
         }
     }

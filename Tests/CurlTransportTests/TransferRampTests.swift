@@ -54,17 +54,86 @@ struct TransferRampTests {
         let other = TransferRamps.originKey("http://127.0.0.1:2/")
         #expect(try await ramps.enter(other) != nil)
         #expect(ramps.counts(other) == (waiting: 0, unanswered: 1))
-        // An answer over a connection an earlier transfer opened: the server keeps connections, and what waits goes.
+        // An answered transfer's end, over a connection it opened, changes nothing.
+        tickets[2].answered()
+        tickets[2].ended(connects: 1)
+        #expect(ramps.counts(server) == (waiting: 0, unanswered: 2))
+        #expect(!ramps.isOver(server))
+        // An answer over a connection an earlier transfer opened: the server keeps connections, and what waits goes
+        // without a ticket.
+        fifthTicket.answered()
         tickets.append(try #require(await ramps.enter(server)))
+        tickets.append(try #require(await ramps.enter(server)))
+        tickets.append(try #require(await ramps.enter(server)))
+        #expect(ramps.counts(server) == (waiting: 0, unanswered: 4))
         let waiting = Task { try await ramps.enter(server) }
         await yield(until: { ramps.counts(server).waiting == 1 })
-        fifthTicket.answered()
-        #expect(try await waiting.value != nil)
-        tickets[2].answered()
-        tickets[2].ended(connects: 0)
+        #expect(ramps.counts(server).waiting == 1)
+        fifthTicket.ended(connects: 0)
+        #expect(try await waiting.value == nil)
         #expect(ramps.isOver(server))
         #expect(!ramps.isOver(other))
         for _ in 0..<100 { #expect(try await ramps.enter(server) == nil) }
+        // The tickets out before the end are still counted until they give their places back.
+        #expect(ramps.counts(server) == (waiting: 0, unanswered: 4))
+        for ticket in tickets { ticket.ended(connects: 1) }
+        #expect(ramps.counts(server) == (waiting: 0, unanswered: 0))
+    }
+
+    /// Waiting transfers take the places given back in the order they came; one cancelled in the middle is skipped.
+    @Test func waitersGoInTheOrderTheyCame() async throws {
+        let ramps = TransferRamps()
+        let server = TransferRamps.originKey("http://127.0.0.1:1/")
+        var tickets: [RampTicket] = []
+        for _ in 0..<4 { tickets.append(try #require(await ramps.enter(server))) }
+        let entered = Entered()
+        var waiters: [String: Task<RampTicket?, any Error>] = [:]
+        for (position, name) in ["first", "second", "third", "fourth"].enumerated() {
+            waiters[name] = Task {
+                let ticket = try await ramps.enter(server)
+                entered.names.withLock { $0.append(name) }
+                return ticket
+            }
+            // One at a time, so that the order they came in is known.
+            await yield(until: { ramps.counts(server).waiting == position + 1 })
+            #expect(ramps.counts(server).waiting == position + 1)
+        }
+        waiters["second"]?.cancel()
+        await #expect(throws: CancellationError.self) { try await waiters["second"]?.value }
+        for (index, expected) in [["first"], ["first", "third"], ["first", "third", "fourth"]].enumerated() {
+            tickets[index].answered()
+            await yield(until: { entered.names.withLock { $0.count } == expected.count })
+            #expect(entered.names.withLock { $0 } == expected)
+        }
+        #expect(ramps.counts(server) == (waiting: 0, unanswered: 4))
+    }
+
+    /// Past ``TransferRamps/remembered`` servers, those with nothing in flight are forgotten; a server whose ramp
+    /// ended is kept while tickets taken before the end are out, so that they give no place to a fresh ramp.
+    @Test func idleServersAreForgottenAndOnlyThey() async throws {
+        let ramps = TransferRamps()
+        let server = TransferRamps.originKey("http://127.0.0.1:1/")
+        var tickets: [RampTicket] = []
+        for _ in 0..<4 { tickets.append(try #require(await ramps.enter(server))) }
+        tickets[0].answered()
+        tickets[0].ended(connects: 0)
+        #expect(ramps.isOver(server))
+        // Enters as many other servers as can be remembered, each with a transfer that ends at once.
+        func visitOthers(from first: Int) async throws {
+            for port in first..<(first + TransferRamps.remembered + 1) {
+                let ticket = try await ramps.enter(TransferRamps.originKey("http://127.0.0.2:\(port)/"))
+                ticket?.ended(connects: 1)
+            }
+        }
+        try await visitOthers(from: 10_000)
+        // Three tickets are out: remembered, and its ramp still over.
+        #expect(ramps.isOver(server))
+        #expect(ramps.counts(server) == (waiting: 0, unanswered: 3))
+        for ticket in tickets { ticket.ended(connects: 1) }
+        try await visitOthers(from: 20_000)
+        // Forgotten: it ramps again from nothing.
+        #expect(!ramps.isOver(server))
+        #expect(ramps.counts(server) == (waiting: 0, unanswered: 0))
     }
 
     @Test func aTransferCancelledWhileItWaitsTakesNoPlace() async throws {
@@ -229,6 +298,11 @@ extension TransferRampTests {
         }
         return contents
     }
+}
+
+/// Names in the order their waits ended.
+private final class Entered: Sendable {
+    let names = Mutex<[String]>([])
 }
 
 /// Holds each request the mock server gets (in its fault hook, on the connection's thread) until ``open()``, or
