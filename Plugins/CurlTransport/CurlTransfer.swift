@@ -61,9 +61,9 @@ final class CurlTransfer: @unchecked Sendable {
     private var failure: TransportError?
     /// Whether the final response's status was looked at (on its first body byte, or at the end when it had none).
     private var started = false
-    /// Whether the server answered: a status line came (any status line: the server accepted the connection), or
-    /// the transfer ended well without one. The ramp is told once.
-    private(set) var answered = false
+    /// Whether the server answered: a status line came (any status line: the server accepted the connection). The
+    /// ramp is told once; a transfer that ends before one came gives its place back when it ends.
+    private var answered = false
     private var lastProgress: ContinuousClock.Instant?
     /// What the write callback needs of a download's request, taken out of ``body`` once: matching the enum on
     /// every piece copied the whole request (a retain and release of each of its fields) 95,000 times a run.

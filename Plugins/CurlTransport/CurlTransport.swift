@@ -180,8 +180,11 @@ public final class CurlTransport: Transport {
     /// Runs a transfer on the least loaded engine once its server's ramp lets it start (``TransferRamps``).
     private func perform(_ transfer: CurlTransfer) async throws {
         let ticket = try await ramps.enter(transfer.easy.originKey)
-        // Given back here too when the transfer never reached libcurl (the engine ends it first otherwise).
+        // The engine ends the ticket when libcurl finishes the transfer; a transfer cancelled, refused by libcurl or
+        // stopped by a shutdown gives its place back here (a second end does nothing).
         defer { ticket?.ended(connects: 1) }
+        // Let go at the moment it was cancelled: its place goes back now, not after a round of the engine.
+        try Task.checkCancellation()
         transfer.ticket = ticket
         try await reserveEngine().perform(transfer)
     }

@@ -227,8 +227,8 @@ final class RampTicket: Sendable {
         self.origin = origin
     }
 
-    /// The server answered the transfer (its status line came, or the transfer ended well without one): it was
-    /// accepted, and its place goes to the next transfer.
+    /// The server answered the transfer (its status line came): it was accepted, and its place goes to the next
+    /// transfer. Told after ``ended(connects:)``, it does nothing.
     func answered() {
         let first = flags.withLock { flags in
             defer { flags.answered = true }

@@ -7,7 +7,7 @@ import Testing
 @testable import CurlTransport
 
 /// The ramp that keeps a transport from flooding a server's listen queue before it knows the server keeps
-/// connections (``TransferRamp``).
+/// connections (``TransferRamps``).
 @Suite("Transfer ramp")
 struct TransferRampTests {
     @Test func aServerIsItsSchemeHostAndPort() {
@@ -285,6 +285,48 @@ struct TransferRampTests {
             gate.open()
             try await downloads.value
         }
+        await transport.shutdown()
+    }
+
+    /// A download cancelled while its request waits at the server gives its place back; one cancelled before it
+    /// starts takes none and never reaches an engine.
+    @Test func aCancelledDownloadGivesItsPlaceBack() async throws {
+        let server = try MockCatalogServer()
+        defer { server.stop() }
+        let contents = Self.serveSixteen(on: server, under: "held", seed: 1_200)
+        let gate = RequestGate()
+        server.setFaultHook { _ in
+            gate.pass()
+            return .closeAfterResponse
+        }
+        let transport = try CurlTransport(.init(concurrency: 16, threads: 1))
+        let origin = TransferRamps.originKey(server.url(path: "/").absoluteString)
+        try await withTemporaryDirectory { directory in
+            let request: @Sendable (Int) -> DownloadRequest = { index in
+                DownloadRequest(
+                    url: server.url(path: "/held/\(index).bin"),
+                    destination: directory.appendingPathComponent("\(index).bin"))
+            }
+            let held = Task { try await transport.download(request(0)) { _ in } }
+            await yield(until: { gate.arrived == 1 })
+            #expect(transport.ramps.counts(origin) == (waiting: 0, unanswered: 1))
+            held.cancel()
+            await #expect(throws: (any Error).self) { try await held.value }
+            #expect(transport.ramps.counts(origin) == (waiting: 0, unanswered: 0))
+            // Cancelled before it asks for its place.
+            let early = Task {
+                withUnsafeCurrentTask { $0?.cancel() }
+                return try await transport.download(request(1)) { _ in }
+            }
+            await #expect(throws: CancellationError.self) { try await early.value }
+            #expect(transport.ramps.counts(origin) == (waiting: 0, unanswered: 0))
+            #expect(transport.startedByEngine.reduce(0, +) == 1)
+            gate.open()
+            // The server's request for the first download is let go; the next download runs.
+            _ = try await transport.download(request(2)) { _ in }
+            #expect(try Data(contentsOf: directory.appendingPathComponent("2.bin")) == contents[2])
+        }
+        #expect(gate.arrived == 2)
         await transport.shutdown()
     }
 }
