@@ -14,7 +14,10 @@ import Synchronization
 /// so that a wakeup never meets a freed one); ``running`` and ``connections`` are atomics; the rest is immutable.
 final class CurlEngine: @unchecked Sendable {
     private enum Command {
+        /// A transfer to run once its server's ramp gives it a place.
         case add(CurlTransfer)
+        /// A transfer that waited in its server's ramp and now has its place.
+        case admit(CurlTransfer)
         case cancel(CurlTransfer)
         /// New connection limits; on standby, the engine closes its idle connections once its transfers end.
         case resize(connections: Int, perHost: Int, standby: Bool)
@@ -42,7 +45,14 @@ final class CurlEngine: @unchecked Sendable {
     /// Connections this engine may open: what its load is measured against.
     private let connections: Atomic<Int>
 
-    init(maxConnections: Int, maxPerHost: Int, name: String = "mediafetch.curl") throws(TransportError) {
+    /// The transport's ramps, shared by its engines: a transfer added waits in its server's line there until the
+    /// server may take one more request.
+    private let ramps: TransferRamps
+
+    init(
+        maxConnections: Int, maxPerHost: Int, ramps: TransferRamps, name: String = "mediafetch.curl"
+    ) throws(TransportError) {
+        self.ramps = ramps
         multi = try CurlMulti(maxConnections: maxConnections, maxPerHost: maxPerHost)
         connections = Atomic(max(1, maxConnections))
         // The thread holds the engine until it ends, so the multi handle outlives every call libcurl makes.
@@ -76,6 +86,7 @@ final class CurlEngine: @unchecked Sendable {
         try await withTaskCancellationHandler {
             try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Void, any Error>) in
                 transfer.continuation = continuation
+                transfer.engine = self
                 let accepted = send { inbox in
                     guard !inbox.stopping else { return false }
                     inbox.commands.append(.add(transfer))
@@ -93,6 +104,21 @@ final class CurlEngine: @unchecked Sendable {
             }
         } onCancel: {
             send { $0.commands.append(.cancel(transfer)) }
+        }
+    }
+
+    /// Hands the engine a transfer its server's ramp gave a place (``RampWaiter/mayStart(with:)``), from whichever
+    /// thread saw the answer that freed it. An engine that stopped ends the transfer at once.
+    func admit(_ transfer: CurlTransfer) {
+        let accepted = send { inbox in
+            guard !inbox.stopping else { return false }
+            inbox.commands.append(.admit(transfer))
+            return true
+        }
+        if !accepted {
+            transfer.ticket?.ended(connects: 1)
+            transfer.complete(
+                stopped: TransportError(.cancelled, url: transfer.easy.url, detail: "the transport was shut down"))
         }
     }
 
@@ -161,18 +187,39 @@ final class CurlEngine: @unchecked Sendable {
             for command in commands {
                 switch command {
                 case .add(let transfer):
-                    do {
-                        try multi.add(transfer.easy)
-                        active[transfer.easy.handle] = transfer
-                        if transfer.mayPause { mayPause = true }
-                    } catch {
-                        transfer.complete(stopped: error)
+                    // Cancelled before it was added (the cancel came first): it ends here.
+                    if transfer.cancelled {
+                        transfer.complete(stopped: TransportError(.cancelled, url: transfer.easy.url))
+                        continue
                     }
+                    transfer.origin = transfer.easy.originKey
+                    switch ramps.enter(transfer, origin: transfer.origin) {
+                    case .wait: continue
+                    case .go(let ticket): transfer.ticket = ticket
+                    }
+                    start(transfer, in: &active, mayPause: &mayPause)
+                case .admit(let transfer):
+                    // Cancelled while it waited, after the ramp had given it its place.
+                    if transfer.cancelled {
+                        transfer.ticket?.ended(connects: 1)
+                        transfer.complete(stopped: TransportError(.cancelled, url: transfer.easy.url))
+                        continue
+                    }
+                    start(transfer, in: &active, mayPause: &mayPause)
                 case .cancel(let transfer):
                     // A cancel that arrives after its transfer finished finds nothing, or another transfer.
-                    guard active[transfer.easy.handle] === transfer else { continue }
+                    guard active[transfer.easy.handle] === transfer else {
+                        if ramps.withdraw(transfer, origin: transfer.origin) {
+                            transfer.complete(stopped: TransportError(.cancelled, url: transfer.easy.url))
+                        } else {
+                            // Not added yet, or its place is on the way as an `admit`: it ends when that comes.
+                            transfer.cancelled = true
+                        }
+                        continue
+                    }
                     active[transfer.easy.handle] = nil
                     try? multi.remove(transfer.easy)
+                    transfer.ticket?.ended(connects: 1)
                     transfer.complete(stopped: TransportError(.cancelled, url: transfer.easy.url))
                 case .resize(let connections, let perHost, let resting):
                     do {
@@ -196,6 +243,7 @@ final class CurlEngine: @unchecked Sendable {
                         // It cannot go on (a callback may have failed it already): it ends here with that error.
                         active[handle] = nil
                         try? multi.remove(transfer.easy)
+                        transfer.ticket?.ended(connects: transfer.easy.newConnections)
                         transfer.complete(code)
                     }
                 }
@@ -234,6 +282,7 @@ final class CurlEngine: @unchecked Sendable {
         let reason = problem ?? TransportError(.cancelled, url: nil, detail: "the transport was shut down")
         for transfer in active.values {
             try? multi.remove(transfer.easy)
+            transfer.ticket?.ended(connects: 1)
             transfer.complete(stopped: TransportError(reason.code, url: transfer.easy.url, detail: reason.detail))
         }
         let (late, waiters) = inbox.withLock { inbox in
@@ -245,9 +294,32 @@ final class CurlEngine: @unchecked Sendable {
             }
             return (inbox.commands, inbox.stopWaiters)
         }
-        for case .add(let transfer) in late {
+        // Transfers still in a ramp's line, and those handed in too late: none of them reached libcurl.
+        var unstarted = ramps.withdrawAll { ($0 as? CurlTransfer)?.engine === self }.compactMap { $0 as? CurlTransfer }
+        for command in late {
+            switch command {
+            case .add(let transfer), .admit(let transfer): unstarted.append(transfer)
+            case .cancel, .resize: break
+            }
+        }
+        for transfer in unstarted {
+            transfer.ticket?.ended(connects: 1)
             transfer.complete(stopped: TransportError(reason.code, url: transfer.easy.url, detail: reason.detail))
         }
         for waiter in waiters { waiter.resume() }
+    }
+
+    /// Hands `transfer` to libcurl, or ends it with the error that refused it.
+    private func start(
+        _ transfer: CurlTransfer, in active: inout [UnsafeMutableRawPointer: CurlTransfer], mayPause: inout Bool
+    ) {
+        do {
+            try multi.add(transfer.easy)
+            active[transfer.easy.handle] = transfer
+            if transfer.mayPause { mayPause = true }
+        } catch {
+            transfer.ticket?.ended(connects: 1)
+            transfer.complete(stopped: error)
+        }
     }
 }

@@ -6,7 +6,9 @@ import MediaFetchCore
 ///
 /// `@unchecked Sendable`: the calling task builds it and hands it to the engine through the engine's lock;
 /// from then on only the engine's thread touches it (libcurl runs the callbacks on that thread, inside
-/// `curl_multi_perform`) until the engine resumes ``continuation``; after that only the calling task reads it.
+/// `curl_multi_perform`) until the engine resumes ``continuation``; after that only the calling task reads it. One
+/// exception: while it waits in its server's line (``TransferRamps``) nobody runs it, and the thread that gives it its
+/// place sets ``ticket`` before handing it back to its engine, again through the engine's lock.
 final class CurlTransfer: @unchecked Sendable {
     enum Body {
         /// Collected in memory, at most `limit` bytes; `head` when no body is asked for.
@@ -46,8 +48,15 @@ final class CurlTransfer: @unchecked Sendable {
     private let headerList: CurlHeaderList
     var continuation: CheckedContinuation<Void, any Error>?
     /// The transfer's place in its server's ramp (``TransferRamps``), told when the server answers and when the
-    /// transfer ends; nil once the server is known to keep connections. Set before the engine has the transfer.
+    /// transfer ends; nil once the server is known to keep connections. Set before libcurl has the transfer.
     var ticket: RampTicket?
+    /// The engine that runs the transfer, set before it is sent there: where the ramp hands it once it has a place.
+    var engine: CurlEngine?
+    /// The server's key in the ramps (``CurlEasy/originKey``), set by the engine when it takes the transfer.
+    var origin = 0
+    /// Set by the engine when a cancel found the transfer neither running nor in its server's line: it ends, cancelled,
+    /// when the engine gets it.
+    var cancelled = false
 
     /// The headers of the latest response: each status line starts a fresh set, so redirects leave none behind.
     private(set) var headers = HTTPHeaders()
@@ -388,5 +397,13 @@ final class CurlTransfer: @unchecked Sendable {
         case .success: continuation.resume()
         case .failure(let error): continuation.resume(throwing: error)
         }
+    }
+}
+
+extension CurlTransfer: RampWaiter {
+    /// Takes its place (or, with nil, goes without one) and goes to its engine's inbox.
+    func mayStart(with ticket: RampTicket?) {
+        self.ticket = ticket
+        engine?.admit(self)
     }
 }

@@ -120,9 +120,12 @@ public final class CurlTransport: Transport {
         let shares = (0..<count).map {
             (connections: share(configuration.concurrency, $0), perHost: share(configuration.perHost, $0))
         }
+        let ramps = TransferRamps()
+        self.ramps = ramps
         engines = try shares.enumerated().map { index, limits in
             try CurlEngine(
-                maxConnections: limits.connections, maxPerHost: limits.perHost, name: "mediafetch.curl.\(index)")
+                maxConnections: limits.connections, maxPerHost: limits.perHost, ramps: ramps,
+                name: "mediafetch.curl.\(index)")
         }
         self.shares = shares
         adaptive = count > 1 && configuration.perHost >= configuration.concurrency
@@ -175,17 +178,13 @@ public final class CurlTransport: Transport {
     var startedByEngine: [Int] { engines.map { $0.started.load(ordering: .relaxed) } }
 
     /// How many transfers to each server may wait for its answer at once, shared by the engines.
-    let ramps = TransferRamps()
+    let ramps: TransferRamps
 
-    /// Runs a transfer on the least loaded engine once its server's ramp lets it start (``TransferRamps``).
+    /// Runs a transfer on the least loaded engine, which starts it once its server's ramp lets it
+    /// (``TransferRamps``).
     private func perform(_ transfer: CurlTransfer) async throws {
-        let ticket = try await ramps.enter(transfer.easy.originKey)
-        // The engine ends the ticket when libcurl finishes the transfer; a transfer cancelled, refused by libcurl or
-        // stopped by a shutdown gives its place back here (a second end does nothing).
-        defer { ticket?.ended(connects: 1) }
-        // Let go at the moment it was cancelled: its place goes back now, not after a round of the engine.
-        try Task.checkCancellation()
-        transfer.ticket = ticket
+        // The engine ends the ticket on every way out; this is the catch-all (a second end does nothing).
+        defer { transfer.ticket?.ended(connects: 1) }
         try await reserveEngine().perform(transfer)
     }
 

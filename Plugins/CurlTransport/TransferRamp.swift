@@ -16,8 +16,14 @@ import Synchronization
 /// four unanswered the queue never holds more than four of ours.
 ///
 /// A server that keeps connections (nginx, a CDN, anything over HTTP/2) costs the ramp its first few transfers. A
-/// transfer is counted against the server it was sent to, wherever redirects take it. Transfers held back wait in
-/// the order they came, before an engine or an easy handle's timeout has them; cancelling one's task takes it out.
+/// transfer is counted against the server it was sent to, wherever redirects take it.
+///
+/// Transfers held back wait in the order they came, in their engine but before libcurl (or an easy handle's timeout)
+/// has them; cancelling one's task takes it out. The place an answer frees goes to the next in line on the thread
+/// that saw the answer (an engine's, inside libcurl's header callback), which hands it to its engine's inbox: no task
+/// is woken in between, so that against a server that answers each request on a connection of its own the next
+/// request goes out with the engine's next round. (Waiting in the task, as at first, cost each transfer a suspension,
+/// a pool thread's turn and a wakeup of the engine between an answer and the next request.)
 final class TransferRamps: Sendable {
     /// Unanswered transfers to one server at most while its ramp lasts: below a listen queue of 5, the smallest in
     /// common use.
@@ -27,19 +33,13 @@ final class TransferRamps: Sendable {
     /// keeps no entry for each.
     static let remembered = 1024
 
-    private struct Waiter {
-        let id: UInt64
-        /// Resumed with true when the waiter took a place among the unanswered, false when the ramp ended.
-        let continuation: CheckedContinuation<Bool, any Error>
-    }
-
     private struct Server {
         /// Tickets out that have not given their place back. Still counted once the ramp is over, so that a server
         /// counts as idle (and may be forgotten) only when none is out: an old ticket then gives no place to the
         /// fresh entry of a server that ramps again.
         var unanswered = 0
         var over = false
-        var waiters = FIFOQueue<Waiter>()
+        var waiters = FIFOQueue<any RampWaiter>()
 
         var idle: Bool { unanswered == 0 && waiters.count == 0 }
 
@@ -54,93 +54,83 @@ final class TransferRamps: Sendable {
 
         /// A ticket's transfer no longer waits for an answer: its place goes to the oldest waiting transfer while the
         /// ramp lasts, and is counted out otherwise.
-        mutating func giveBack() -> Waiter? {
+        mutating func giveBack() -> (any RampWaiter)? {
             if !over, let waiter = waiters.popFirst() { return waiter }
             unanswered = max(0, unanswered - 1)
             return nil
         }
 
         /// The server keeps connections: the ramp is over, and every waiting transfer goes.
-        mutating func end() -> [Waiter] {
+        mutating func end() -> [any RampWaiter] {
             if over { return [] }
             over = true
             return waiters.removeAll()
         }
     }
 
-    private enum Decision {
-        case go(counted: Bool)
+    /// What ``enter(_:origin:)`` decided.
+    enum Entry {
+        /// The transfer may start now, with this ticket (nil when the server keeps connections).
+        case go(RampTicket?)
+        /// The transfer waits: ``RampWaiter/mayStart(with:)`` tells it when its turn comes.
         case wait
-        case cancelled
     }
 
-    private struct State {
-        var servers: [Int: Server] = [:]
-        var nextWaiter: UInt64 = 0
-    }
-
-    private let state = Mutex(State())
+    private let servers = Mutex([Int: Server]())
 
     init() {}
 
-    /// Waits until a transfer to the server `origin` (``originKey(_:)``) may start.
-    /// - Returns: the ticket the transfer reports its answer and its end with; nil when the server keeps connections
-    ///   and there is nothing to report.
-    /// - Throws: `CancellationError` when the calling task is cancelled while it waits.
-    func enter(_ origin: Int) async throws -> RampTicket? {
-        // Nearly always decided here, without a continuation: the server keeps connections, or there is room.
-        let decided: Bool? = state.withLock { state in
-            if state.servers.count >= Self.remembered { state.servers = state.servers.filter { !$0.value.idle } }
-            return state.servers[origin, default: Server()].take()
+    /// Lets a transfer to the server `origin` (``originKey(_:)``) start now, or keeps `waiter` in line until one
+    /// of that server's transfers gives its place back (or the ramp ends). Never blocks.
+    func enter(_ waiter: some RampWaiter, origin: Int) -> Entry {
+        let counted: Bool? = servers.withLock { servers in
+            if servers.count >= Self.remembered { servers = servers.filter { !$0.value.idle } }
+            if let counted = servers[origin, default: Server()].take() { return counted }
+            servers[origin, default: Server()].waiters.append(waiter)
+            return nil
         }
-        if let counted = decided { return counted ? RampTicket(self, origin) : nil }
-        let id = state.withLock { state in
-            defer { state.nextWaiter += 1 }
-            return state.nextWaiter
-        }
-        let counted = try await withTaskCancellationHandler {
-            try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Bool, any Error>) in
-                // Looked at again under the lock: room may have come since.
-                let decision: Decision = state.withLock { state in
-                    if Task.isCancelled { return .cancelled }
-                    if let counted = state.servers[origin, default: Server()].take() { return .go(counted: counted) }
-                    state.servers[origin, default: Server()].waiters.append(Waiter(id: id, continuation: continuation))
-                    return .wait
-                }
-                switch decision {
-                case .wait: break
-                case .cancelled: continuation.resume(throwing: CancellationError())
-                case .go(let counted): continuation.resume(returning: counted)
-                }
+        guard let counted else { return .wait }
+        return .go(counted ? RampTicket(self, origin) : nil)
+    }
+
+    /// Takes `waiter` out of the line for `origin`: true when it was waiting there (it is then never told to
+    /// start), false when it was not, or was told already.
+    func withdraw(_ waiter: some RampWaiter, origin: Int) -> Bool {
+        servers.withLock { $0[origin]?.waiters.remove { $0 === waiter } } != nil
+    }
+
+    /// Takes out of every line the waiting transfers that `matches` picks (an engine that stops takes its own).
+    func withdrawAll(where matches: @Sendable (any RampWaiter) -> Bool) -> [any RampWaiter] {
+        servers.withLock { servers in
+            var taken: [any RampWaiter] = []
+            for origin in servers.keys {
+                while let waiter = servers[origin]?.waiters.remove(where: matches) { taken.append(waiter) }
             }
-        } onCancel: {
-            let waiter = state.withLock { $0.servers[origin]?.waiters.remove { $0.id == id } }
-            waiter?.continuation.resume(throwing: CancellationError())
+            return taken
         }
-        return counted ? RampTicket(self, origin) : nil
     }
 
     /// A transfer to `origin` no longer waits for an answer: its place goes to the oldest waiting transfer.
     fileprivate func answered(_ origin: Int) {
-        let next = state.withLock { $0.servers[origin]?.giveBack() }
-        next?.continuation.resume(returning: true)
+        let next = servers.withLock { $0[origin]?.giveBack() }
+        next?.mayStart(with: RampTicket(self, origin))
     }
 
     /// `origin` keeps connections: its ramp is over, and every transfer waiting for it goes.
     fileprivate func keepsConnections(_ origin: Int) {
-        let released = state.withLock { $0.servers[origin]?.end() } ?? []
-        for waiter in released { waiter.continuation.resume(returning: false) }
+        let released = servers.withLock { $0[origin]?.end() } ?? []
+        for waiter in released { waiter.mayStart(with: nil) }
     }
 
     /// Transfers to `origin` waiting for their turn, and those sent that the server has not answered (for tests).
     func counts(_ origin: Int) -> (waiting: Int, unanswered: Int) {
-        state.withLock { state in
-            state.servers[origin].map { ($0.waiters.count, $0.unanswered) } ?? (0, 0)
+        servers.withLock { servers in
+            servers[origin].map { ($0.waiters.count, $0.unanswered) } ?? (0, 0)
         }
     }
 
     /// Whether `origin` is known to keep connections (for tests).
-    func isOver(_ origin: Int) -> Bool { state.withLock { $0.servers[origin]?.over ?? false } }
+    func isOver(_ origin: Int) -> Bool { servers.withLock { $0[origin]?.over ?? false } }
 
     /// A key for the scheme, host and port of the URL in `text` (lowercased, without user and password, and without
     /// the scheme's default port: `http://h/` and `http://h:80/` are one server): the server a transfer is counted
@@ -209,6 +199,13 @@ final class TransferRamps: Sendable {
     private static func lowercased(_ byte: UInt8) -> UInt8 {
         (UInt8(ascii: "A")...UInt8(ascii: "Z")).contains(byte) ? byte + 32 : byte
     }
+}
+
+/// A transfer that waits in line for a place (``TransferRamps/enter(_:origin:)``).
+protocol RampWaiter: AnyObject, Sendable {
+    /// Its turn came: called once, outside the ramp's lock, on the thread that gave the place back (an engine's, or
+    /// a task's), with its ticket, or nil when the server was found to keep connections.
+    func mayStart(with ticket: RampTicket?)
 }
 
 /// A transfer's place among its server's unanswered transfers (``TransferRamps``): given back once, when the server

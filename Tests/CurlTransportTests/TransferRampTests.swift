@@ -30,18 +30,18 @@ struct TransferRampTests {
         #expect(key("http://user:80@example.com:8080/a") == key("http://example.com:8080/"))
     }
 
-    @Test func anAnswerMakesRoomAndAKeptConnectionEndsTheRamp() async throws {
+    @Test func anAnswerMakesRoomAndAKeptConnectionEndsTheRamp() throws {
         let ramps = TransferRamps()
         let server = TransferRamps.originKey("http://127.0.0.1:1/")
         var tickets: [RampTicket] = []
-        for _ in 0..<4 { tickets.append(try #require(await ramps.enter(server))) }
+        for _ in 0..<4 { tickets.append(try place(in: ramps, server)) }
         #expect(ramps.counts(server) == (waiting: 0, unanswered: 4))
         // The fifth waits, and takes the place of the first answered.
-        let fifth = Task { try await ramps.enter(server) }
-        await yield(until: { ramps.counts(server).waiting == 1 })
+        let fifth = LineWaiter()
+        #expect(ramps.enter(fifth, origin: server).waits)
         #expect(ramps.counts(server) == (waiting: 1, unanswered: 4))
         tickets[0].answered()
-        let fifthTicket = try #require(try await fifth.value)
+        let fifthTicket = try #require(fifth.ticket)
         #expect(ramps.counts(server) == (waiting: 0, unanswered: 4))
         // Told twice, or answered and then ended, a ticket gives its place back once.
         tickets[0].answered()
@@ -52,7 +52,7 @@ struct TransferRampTests {
         #expect(ramps.counts(server) == (waiting: 0, unanswered: 3))
         // Another server has a ramp of its own.
         let other = TransferRamps.originKey("http://127.0.0.1:2/")
-        #expect(try await ramps.enter(other) != nil)
+        _ = try place(in: ramps, other)
         #expect(ramps.counts(other) == (waiting: 0, unanswered: 1))
         // An answered transfer's end, over a connection it opened, changes nothing.
         tickets[2].answered()
@@ -62,92 +62,89 @@ struct TransferRampTests {
         // An answer over a connection an earlier transfer opened: the server keeps connections, and what waits goes
         // without a ticket.
         fifthTicket.answered()
-        tickets.append(try #require(await ramps.enter(server)))
-        tickets.append(try #require(await ramps.enter(server)))
-        tickets.append(try #require(await ramps.enter(server)))
+        for _ in 0..<3 { tickets.append(try place(in: ramps, server)) }
         #expect(ramps.counts(server) == (waiting: 0, unanswered: 4))
-        let waiting = Task { try await ramps.enter(server) }
-        await yield(until: { ramps.counts(server).waiting == 1 })
-        #expect(ramps.counts(server).waiting == 1)
+        let waiting = LineWaiter()
+        #expect(ramps.enter(waiting, origin: server).waits)
+        #expect(!waiting.told)
         fifthTicket.ended(connects: 0)
-        #expect(try await waiting.value == nil)
+        #expect(waiting.told)
+        #expect(waiting.ticket == nil)
         #expect(ramps.isOver(server))
         #expect(!ramps.isOver(other))
-        for _ in 0..<100 { #expect(try await ramps.enter(server) == nil) }
+        for _ in 0..<100 { #expect(ramps.enter(LineWaiter(), origin: server).goesWithoutTicket) }
         // The tickets out before the end are still counted until they give their places back.
         #expect(ramps.counts(server) == (waiting: 0, unanswered: 4))
         for ticket in tickets { ticket.ended(connects: 1) }
         #expect(ramps.counts(server) == (waiting: 0, unanswered: 0))
     }
 
-    /// Waiting transfers take the places given back in the order they came; one cancelled in the middle is skipped.
-    @Test func waitersGoInTheOrderTheyCame() async throws {
+    /// Waiting transfers take the places given back in the order they came; one withdrawn in the middle (its
+    /// transfer was cancelled) is skipped and never told.
+    @Test func waitersGoInTheOrderTheyCame() throws {
         let ramps = TransferRamps()
         let server = TransferRamps.originKey("http://127.0.0.1:1/")
         var tickets: [RampTicket] = []
-        for _ in 0..<4 { tickets.append(try #require(await ramps.enter(server))) }
-        let entered = Entered()
-        var waiters: [String: Task<RampTicket?, any Error>] = [:]
-        for (position, name) in ["first", "second", "third", "fourth"].enumerated() {
-            waiters[name] = Task {
-                let ticket = try await ramps.enter(server)
-                entered.names.withLock { $0.append(name) }
-                return ticket
-            }
-            // One at a time, so that the order they came in is known.
-            await yield(until: { ramps.counts(server).waiting == position + 1 })
-            #expect(ramps.counts(server).waiting == position + 1)
-        }
-        waiters["second"]?.cancel()
-        await #expect(throws: CancellationError.self) { try await waiters["second"]?.value }
-        for (index, expected) in [["first"], ["first", "third"], ["first", "third", "fourth"]].enumerated() {
+        for _ in 0..<4 { tickets.append(try place(in: ramps, server)) }
+        let waiters = (0..<4).map { _ in LineWaiter() }
+        for waiter in waiters { #expect(ramps.enter(waiter, origin: server).waits) }
+        #expect(ramps.withdraw(waiters[1], origin: server))
+        #expect(!ramps.withdraw(waiters[1], origin: server))
+        #expect(ramps.counts(server) == (waiting: 3, unanswered: 4))
+        for (index, expected) in [[0], [0, 2], [0, 2, 3]].enumerated() {
             tickets[index].answered()
-            await yield(until: { entered.names.withLock { $0.count } == expected.count })
-            #expect(entered.names.withLock { $0 } == expected)
+            #expect(waiters.indices.filter { waiters[$0].told } == expected)
         }
+        #expect(waiters.allSatisfy { !$0.told || $0.ticket != nil })
+        // A waiter told already cannot be withdrawn: its transfer is on its way to the engine.
+        #expect(!ramps.withdraw(waiters[0], origin: server))
         #expect(ramps.counts(server) == (waiting: 0, unanswered: 4))
     }
 
     /// Past ``TransferRamps/remembered`` servers, those with nothing in flight are forgotten; a server whose ramp
     /// ended is kept while tickets taken before the end are out, so that they give no place to a fresh ramp.
-    @Test func idleServersAreForgottenAndOnlyThey() async throws {
+    @Test func idleServersAreForgottenAndOnlyThey() throws {
         let ramps = TransferRamps()
         let server = TransferRamps.originKey("http://127.0.0.1:1/")
         var tickets: [RampTicket] = []
-        for _ in 0..<4 { tickets.append(try #require(await ramps.enter(server))) }
+        for _ in 0..<4 { tickets.append(try place(in: ramps, server)) }
         tickets[0].answered()
         tickets[0].ended(connects: 0)
         #expect(ramps.isOver(server))
         // Enters as many other servers as can be remembered, each with a transfer that ends at once.
-        func visitOthers(from first: Int) async throws {
+        func visitOthers(from first: Int) throws {
             for port in first..<(first + TransferRamps.remembered + 1) {
-                let ticket = try await ramps.enter(TransferRamps.originKey("http://127.0.0.2:\(port)/"))
-                ticket?.ended(connects: 1)
+                try place(in: ramps, TransferRamps.originKey("http://127.0.0.2:\(port)/")).ended(connects: 1)
             }
         }
-        try await visitOthers(from: 10_000)
+        try visitOthers(from: 10_000)
         // Three tickets are out: remembered, and its ramp still over.
         #expect(ramps.isOver(server))
         #expect(ramps.counts(server) == (waiting: 0, unanswered: 3))
         for ticket in tickets { ticket.ended(connects: 1) }
-        try await visitOthers(from: 20_000)
+        try visitOthers(from: 20_000)
         // Forgotten: it ramps again from nothing.
         #expect(!ramps.isOver(server))
         #expect(ramps.counts(server) == (waiting: 0, unanswered: 0))
     }
 
-    @Test func aTransferCancelledWhileItWaitsTakesNoPlace() async throws {
+    /// An engine that stops takes its own waiting transfers out of every line, and leaves the others'.
+    @Test func withdrawingAllTakesOnlyWhatItPicks() throws {
         let ramps = TransferRamps()
-        let server = TransferRamps.originKey("http://127.0.0.1:1/")
-        var tickets: [RampTicket] = []
-        for _ in 0..<4 { tickets.append(try #require(await ramps.enter(server))) }
-        let waiting = Task { try await ramps.enter(server) }
-        await yield(until: { ramps.counts(server).waiting == 1 })
-        waiting.cancel()
-        await #expect(throws: CancellationError.self) { try await waiting.value }
-        #expect(ramps.counts(server) == (waiting: 0, unanswered: 4))
-        tickets[0].answered()
-        #expect(ramps.counts(server) == (waiting: 0, unanswered: 3))
+        let servers = [TransferRamps.originKey("http://127.0.0.1:1/"), TransferRamps.originKey("http://127.0.0.1:2/")]
+        for server in servers {
+            for _ in 0..<4 { _ = try place(in: ramps, server) }
+        }
+        let mine = (0..<4).map { _ in LineWaiter() }
+        let theirs = (0..<2).map { _ in LineWaiter() }
+        for (index, waiter) in (mine + theirs).enumerated() {
+            #expect(ramps.enter(waiter, origin: servers[index % 2]).waits)
+        }
+        let taken = ramps.withdrawAll { waiter in mine.contains { $0 === waiter } }
+        #expect(taken.count == 4)
+        #expect(taken.allSatisfy { waiter in mine.contains { $0 === waiter } })
+        #expect(ramps.counts(servers[0]).waiting == 1)
+        #expect(ramps.counts(servers[1]).waiting == 1)
     }
 
     /// Against a server that closes each connection after one answer (as Python's `http.server` does), sixteen
@@ -288,12 +285,12 @@ struct TransferRampTests {
         await transport.shutdown()
     }
 
-    /// A download cancelled while its request waits at the server gives its place back; one cancelled before it
-    /// starts takes none and never reaches an engine.
-    @Test func aCancelledDownloadGivesItsPlaceBack() async throws {
+    /// A download cancelled while its request waits at the server gives its place back; one cancelled while it waits
+    /// in its server's line, or before it starts, takes none and sends nothing; a shutdown ends those in line too.
+    @Test func cancelledAndShutDownDownloadsLeaveNoPlaceTaken() async throws {
         let server = try MockCatalogServer()
         defer { server.stop() }
-        let contents = Self.serveSixteen(on: server, under: "held", seed: 1_200)
+        _ = Self.serveSixteen(on: server, under: "held", seed: 1_200)
         let gate = RequestGate()
         server.setFaultHook { _ in
             gate.pass()
@@ -301,37 +298,65 @@ struct TransferRampTests {
         }
         let transport = try CurlTransport(.init(concurrency: 16, threads: 1))
         let origin = TransferRamps.originKey(server.url(path: "/").absoluteString)
+        let counts = { transport.ramps.counts(origin) }
         try await withTemporaryDirectory { directory in
-            let request: @Sendable (Int) -> DownloadRequest = { index in
-                DownloadRequest(
+            let download: @Sendable (Int) async throws -> Void = { index in
+                let request = DownloadRequest(
                     url: server.url(path: "/held/\(index).bin"),
                     destination: directory.appendingPathComponent("\(index).bin"))
+                _ = try await transport.download(request) { _ in }
             }
-            let held = Task { try await transport.download(request(0)) { _ in } }
+            // At the server.
+            let held = Task { try await download(0) }
             await yield(until: { gate.arrived == 1 })
-            #expect(transport.ramps.counts(origin) == (waiting: 0, unanswered: 1))
+            #expect(counts() == (waiting: 0, unanswered: 1))
             held.cancel()
             await #expect(throws: (any Error).self) { try await held.value }
-            #expect(transport.ramps.counts(origin) == (waiting: 0, unanswered: 0))
-            // Cancelled before it asks for its place.
+            #expect(counts() == (waiting: 0, unanswered: 0))
+            // Before it starts.
             let early = Task {
                 withUnsafeCurrentTask { $0?.cancel() }
-                return try await transport.download(request(1)) { _ in }
+                try await download(1)
             }
-            await #expect(throws: CancellationError.self) { try await early.value }
-            #expect(transport.ramps.counts(origin) == (waiting: 0, unanswered: 0))
-            #expect(transport.startedByEngine.reduce(0, +) == 1)
+            await #expect(throws: (any Error).self) { try await early.value }
+            #expect(counts() == (waiting: 0, unanswered: 0))
+            // In line: four at the server, the fifth waits and is cancelled there.
+            let atServer = (2..<6).map { index in Task { try await download(index) } }
+            await yield(until: { gate.arrived == 5 })
+            #expect(counts() == (waiting: 0, unanswered: 4))
+            let inLine = Task { try await download(6) }
+            await yield(until: { counts().waiting == 1 })
+            #expect(counts() == (waiting: 1, unanswered: 4))
+            inLine.cancel()
+            let error = await #expect(throws: TransportError.self) { try await inLine.value }
+            #expect(error?.code == .cancelled)
+            #expect(counts() == (waiting: 0, unanswered: 4))
+            // A shutdown ends the four at the server and one more in line; none of them hangs.
+            let lastInLine = Task { try await download(7) }
+            await yield(until: { counts().waiting == 1 })
+            #expect(counts().waiting == 1)
+            await transport.shutdown()
+            for task in atServer + [lastInLine] {
+                await #expect(throws: TransportError.self) { try await task.value }
+            }
+            #expect(counts() == (waiting: 0, unanswered: 0))
             gate.open()
-            // The server's request for the first download is let go; the next download runs.
-            _ = try await transport.download(request(2)) { _ in }
-            #expect(try Data(contentsOf: directory.appendingPathComponent("2.bin")) == contents[2])
         }
-        #expect(gate.arrived == 2)
-        await transport.shutdown()
+        // The first download's request, and four more; none from the downloads cancelled before or in line.
+        #expect(gate.arrived == 5)
     }
 }
 
 extension TransferRampTests {
+    /// A place among `server`'s unanswered transfers, which must be free.
+    @discardableResult
+    func place(in ramps: TransferRamps, _ server: Int) throws -> RampTicket {
+        guard case .go(let ticket?) = ramps.enter(LineWaiter(), origin: server) else {
+            throw RampTestFailure("no place was free for a transfer that was to have one")
+        }
+        return ticket
+    }
+
     /// Sixteen files of a little over 2,000 bytes each, all different, served at `/<folder>/<index>.bin`.
     static func serveSixteen(on server: MockCatalogServer, under folder: String, seed: UInt64) -> [Data] {
         let contents = (0..<16).map { randomBytes(2_000 + $0, seed: seed + UInt64($0)) }
@@ -342,9 +367,31 @@ extension TransferRampTests {
     }
 }
 
-/// Names in the order their waits ended.
-private final class Entered: Sendable {
-    let names = Mutex<[String]>([])
+struct RampTestFailure: Error, CustomStringConvertible {
+    let description: String
+    init(_ description: String) { self.description = description }
+}
+
+extension TransferRamps.Entry {
+    var waits: Bool {
+        if case .wait = self { true } else { false }
+    }
+
+    var goesWithoutTicket: Bool {
+        if case .go(nil) = self { true } else { false }
+    }
+}
+
+/// A transfer in a ramp's line, for the ramp's own tests: remembers whether its turn came, and its ticket.
+private final class LineWaiter: RampWaiter {
+    private let state = Mutex<(told: Bool, ticket: RampTicket?)>((false, nil))
+
+    var told: Bool { state.withLock { $0.told } }
+    var ticket: RampTicket? { state.withLock { $0.ticket } }
+
+    func mayStart(with ticket: RampTicket?) {
+        state.withLock { $0 = (true, ticket) }
+    }
 }
 
 /// Holds each request the mock server gets (in its fault hook, on the connection's thread) until ``open()``, or
