@@ -162,11 +162,17 @@ final class TransferRamps: Sendable {
             }
             end += 1
         }
-        if let colon, let defaultPort {
-            let port = UnsafeBufferPointer(rebasing: text[(colon + 1)..<end])
-            if digits(port, name: defaultPort) { end = colon }
+        // The port by its number (`:08080` is `:8080`), left out when it is the scheme's default.
+        var port: Int?
+        if let colon, let number = number(UnsafeBufferPointer(rebasing: text[(colon + 1)..<end])) {
+            port = number
+            end = colon
         }
         for byte in text[host..<end] { hasher.combine(lowercased(byte)) }
+        if let port, port >= 0, port != defaultPort {
+            hasher.combine(UInt8(ascii: ":"))
+            hasher.combine(port)
+        }
         return hasher.finalize()
     }
 
@@ -180,14 +186,15 @@ final class TransferRamps: Sendable {
         return lowercased(scheme[4]) == UInt8(ascii: "s") ? 443 : nil
     }
 
-    /// Whether a port's `digits` name `port`. No digits name the scheme's default port, as they do to libcurl.
-    private static func digits(_ digits: UnsafeBufferPointer<UInt8>, name port: Int) -> Bool {
+    /// The number a port's `digits` say (at most 65,536, which no port is); nil when they are not all digits. No
+    /// digits say the scheme's default port, as they do to libcurl: -1 here, for "the default".
+    private static func number(_ digits: UnsafeBufferPointer<UInt8>) -> Int? {
         var value = 0
         for digit in digits {
-            guard (UInt8(ascii: "0")...UInt8(ascii: "9")).contains(digit) else { return false }
+            guard (UInt8(ascii: "0")...UInt8(ascii: "9")).contains(digit) else { return nil }
             value = min(65_536, value * 10 + Int(digit - UInt8(ascii: "0")))
         }
-        return digits.isEmpty || value == port
+        return digits.isEmpty ? -1 : value
     }
 
     /// ``originKey(_:)-(UnsafeBufferPointer<UInt8>)`` of a URL's text.

@@ -28,6 +28,12 @@ struct TransferRampTests {
         #expect(key("http://[::1]:8080/a") != key("http://[::1]/a"))
         #expect(key("http://[::80]/a") != key("http://[::]/a"))
         #expect(key("http://user:80@example.com:8080/a") == key("http://example.com:8080/"))
+        #expect(key("HTTP://example.com:80") == key("http://example.com/"))
+        #expect(key("http://example.com:08080/a") == key("http://example.com:8080/"))
+        #expect(key("http://example.com:0080/a") == key("http://example.com/"))
+        #expect(key("http://a@b@example.com:80/") == key("http://example.com/"))
+        #expect(key("http://user:pw@[::1]:80/a") == key("http://[::1]/"))
+        #expect(key("http://user:pw@[::1]:81/a") != key("http://[::1]/"))
     }
 
     @Test func anAnswerMakesRoomAndAKeptConnectionEndsTheRamp() throws {
