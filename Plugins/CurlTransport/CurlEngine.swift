@@ -32,6 +32,15 @@ final class CurlEngine: @unchecked Sendable {
         /// spares a write to libcurl's socket pair and a round of the loop for every transfer.
         var polling = false
         var stopWaiters: [CheckedContinuation<Void, Never>] = []
+        /// Why the engine stopped (its shutdown, or an error from libcurl): what a transfer handed in after that
+        /// ends with.
+        var stopReason: TransportError?
+    }
+
+    /// What a transfer handed to an engine that stopped ends with, named after `transfer`'s URL.
+    private static func refusal(_ reason: TransportError?, for transfer: CurlTransfer) -> TransportError {
+        TransportError(
+            reason?.code ?? .cancelled, url: transfer.easy.url, detail: reason?.detail ?? "the transport was shut down")
     }
 
     private let multi: CurlMulti
@@ -87,19 +96,16 @@ final class CurlEngine: @unchecked Sendable {
             try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Void, any Error>) in
                 transfer.continuation = continuation
                 transfer.engine = self
-                let accepted = send { inbox in
-                    guard !inbox.stopping else { return false }
+                let refused: TransportError?? = send { inbox in
+                    guard !inbox.stopping else { return .some(inbox.stopReason) }
+                    // A cancel that came first (onCancel runs first when the task was cancelled already) has marked
+                    // the transfer `cancelled`: the engine ends it when it gets this.
                     inbox.commands.append(.add(transfer))
-                    // Cancelled before onCancel could find anything to stop: queue the stop behind the start.
-                    if Task.isCancelled { inbox.commands.append(.cancel(transfer)) }
-                    return true
+                    return .none
                 }
-                if !accepted {
+                if case .some(let reason) = refused {
                     transfer.continuation = nil
-                    continuation.resume(
-                        throwing: TransportError(
-                            .cancelled, url: transfer.easy.url,
-                            detail: "the transport was shut down"))
+                    continuation.resume(throwing: Self.refusal(reason, for: transfer))
                 }
             }
         } onCancel: {
@@ -108,18 +114,17 @@ final class CurlEngine: @unchecked Sendable {
     }
 
     /// Hands the engine a transfer its server's ramp gave a place (``RampWaiter/mayStart(with:)``), from whichever
-    /// thread saw the answer that freed it. An engine that stopped ends the transfer at once.
-    func admit(_ transfer: CurlTransfer) {
-        let accepted = send { inbox in
-            guard !inbox.stopping else { return false }
+    /// thread saw the answer that freed it.
+    /// - Returns: nil when the engine took it; the error it ends with when the engine stopped (it is then the
+    ///   caller's to end).
+    func admit(_ transfer: CurlTransfer) -> TransportError? {
+        let refused: TransportError?? = send { inbox in
+            guard !inbox.stopping else { return .some(inbox.stopReason) }
             inbox.commands.append(.admit(transfer))
-            return true
+            return .none
         }
-        if !accepted {
-            transfer.ticket?.ended(connects: 1)
-            transfer.complete(
-                stopped: TransportError(.cancelled, url: transfer.easy.url, detail: "the transport was shut down"))
-        }
+        guard case .some(let reason) = refused else { return nil }
+        return Self.refusal(reason, for: transfer)
     }
 
     /// Changes the inbox under its lock (leaving commands), then wakes the thread if it waits in
@@ -197,7 +202,7 @@ final class CurlEngine: @unchecked Sendable {
                     case .wait: continue
                     case .go(let ticket): transfer.ticket = ticket
                     }
-                    start(transfer, in: &active, mayPause: &mayPause)
+                    if start(transfer, in: &active, mayPause: &mayPause) { closed = false }
                 case .admit(let transfer):
                     // Cancelled while it waited, after the ramp had given it its place.
                     if transfer.cancelled {
@@ -205,7 +210,7 @@ final class CurlEngine: @unchecked Sendable {
                         transfer.complete(stopped: TransportError(.cancelled, url: transfer.easy.url))
                         continue
                     }
-                    start(transfer, in: &active, mayPause: &mayPause)
+                    if start(transfer, in: &active, mayPause: &mayPause) { closed = false }
                 case .cancel(let transfer):
                     // A cancel that arrives after its transfer finished finds nothing, or another transfer.
                     guard active[transfer.easy.handle] === transfer else {
@@ -280,21 +285,16 @@ final class CurlEngine: @unchecked Sendable {
             }
         }
         let reason = problem ?? TransportError(.cancelled, url: nil, detail: "the transport was shut down")
-        for transfer in active.values {
-            try? multi.remove(transfer.easy)
-            transfer.ticket?.ended(connects: 1)
-            transfer.complete(stopped: TransportError(reason.code, url: transfer.easy.url, detail: reason.detail))
-        }
-        let (late, waiters) = inbox.withLock { inbox in
+        // From here on the inbox takes no transfer: those handed in now end with the reason.
+        let late = inbox.withLock { inbox in
             inbox.stopping = true
-            inbox.stopped = true
-            defer {
-                inbox.commands = []
-                inbox.stopWaiters = []
-            }
-            return (inbox.commands, inbox.stopWaiters)
+            inbox.stopReason = reason
+            defer { inbox.commands = [] }
+            return inbox.commands
         }
-        // Transfers still in a ramp's line, and those handed in too late: none of them reached libcurl.
+        // This engine's transfers still in a ramp's line, and those handed in too late: none reached libcurl. Taken
+        // out of the lines before the running transfers end, so that the places those give back go to other engines'
+        // transfers, not to these.
         var unstarted = ramps.withdrawAll { ($0 as? CurlTransfer)?.engine === self }.compactMap { $0 as? CurlTransfer }
         for command in late {
             switch command {
@@ -302,24 +302,36 @@ final class CurlEngine: @unchecked Sendable {
             case .cancel, .resize: break
             }
         }
+        for transfer in active.values {
+            try? multi.remove(transfer.easy)
+            transfer.ticket?.ended(connects: 1)
+            transfer.complete(stopped: TransportError(reason.code, url: transfer.easy.url, detail: reason.detail))
+        }
         for transfer in unstarted {
             transfer.ticket?.ended(connects: 1)
             transfer.complete(stopped: TransportError(reason.code, url: transfer.easy.url, detail: reason.detail))
         }
+        let waiters = inbox.withLock { inbox in
+            inbox.stopped = true
+            defer { inbox.stopWaiters = [] }
+            return inbox.stopWaiters
+        }
         for waiter in waiters { waiter.resume() }
     }
 
-    /// Hands `transfer` to libcurl, or ends it with the error that refused it.
+    /// Hands `transfer` to libcurl, or ends it with the error that refused it; true when libcurl has it.
     private func start(
         _ transfer: CurlTransfer, in active: inout [UnsafeMutableRawPointer: CurlTransfer], mayPause: inout Bool
-    ) {
+    ) -> Bool {
         do {
             try multi.add(transfer.easy)
             active[transfer.easy.handle] = transfer
             if transfer.mayPause { mayPause = true }
+            return true
         } catch {
             transfer.ticket?.ended(connects: 1)
             transfer.complete(stopped: error)
+            return false
         }
     }
 }

@@ -6,9 +6,10 @@ import MediaFetchCore
 ///
 /// `@unchecked Sendable`: the calling task builds it and hands it to the engine through the engine's lock;
 /// from then on only the engine's thread touches it (libcurl runs the callbacks on that thread, inside
-/// `curl_multi_perform`) until the engine resumes ``continuation``; after that only the calling task reads it. One
-/// exception: while it waits in its server's line (``TransferRamps``) nobody runs it, and the thread that gives it its
-/// place sets ``ticket`` before handing it back to its engine, again through the engine's lock.
+/// `curl_multi_perform`) until the engine resumes ``continuation``; after that only the calling task reads it. Two
+/// exceptions: while it waits in its server's line (``TransferRamps``) nobody runs it, and the thread that gives it its
+/// place sets ``ticket`` before handing it back to its engine through the engine's lock, or ends it there when the
+/// engine has stopped; and a cancel that comes after the transfer ended sets ``cancelled``, which nobody reads then.
 final class CurlTransfer: @unchecked Sendable {
     enum Body {
         /// Collected in memory, at most `limit` bytes; `head` when no body is asked for.
@@ -401,9 +402,13 @@ final class CurlTransfer: @unchecked Sendable {
 }
 
 extension CurlTransfer: RampWaiter {
-    /// Takes its place (or, with nil, goes without one) and goes to its engine's inbox.
-    func mayStart(with ticket: RampTicket?) {
+    /// Takes its place (or, with nil, goes without one) and goes to its engine's inbox; an engine that stopped
+    /// refuses it, and it ends here, without the place.
+    func mayStart(with ticket: RampTicket?) -> Bool {
         self.ticket = ticket
-        engine?.admit(self)
+        guard let engine, let refusal = engine.admit(self) else { return true }
+        self.ticket = nil
+        complete(stopped: refusal)
+        return false
     }
 }

@@ -136,6 +136,9 @@ public final class CurlTransport: Transport {
     }
 
     public func shutdown() async {
+        // All told first: an engine still running while another stops would start the transfers that get the places
+        // the stopping one's transfers give back.
+        for engine in engines { engine.stop() }
         for engine in engines { await engine.shutdown() }
     }
 

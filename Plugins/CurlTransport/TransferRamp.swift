@@ -112,14 +112,16 @@ final class TransferRamps: Sendable {
 
     /// A transfer to `origin` no longer waits for an answer: its place goes to the oldest waiting transfer.
     fileprivate func answered(_ origin: Int) {
-        let next = servers.withLock { $0[origin]?.giveBack() }
-        next?.mayStart(with: RampTicket(self, origin))
+        // A waiter that cannot take the place (its engine stopped) passes it straight to the next in line.
+        while let next = servers.withLock({ $0[origin]?.giveBack() }) {
+            if next.mayStart(with: RampTicket(self, origin)) { return }
+        }
     }
 
     /// `origin` keeps connections: its ramp is over, and every transfer waiting for it goes.
     fileprivate func keepsConnections(_ origin: Int) {
         let released = servers.withLock { $0[origin]?.end() } ?? []
-        for waiter in released { waiter.mayStart(with: nil) }
+        for waiter in released { _ = waiter.mayStart(with: nil) }
     }
 
     /// Transfers to `origin` waiting for their turn, and those sent that the server has not answered (for tests).
@@ -210,16 +212,18 @@ final class TransferRamps: Sendable {
 
 /// A transfer that waits in line for a place (``TransferRamps/enter(_:origin:)``).
 protocol RampWaiter: AnyObject, Sendable {
-    /// Its turn came: called once, outside the ramp's lock, on the thread that gave the place back (an engine's, or
-    /// a task's), with its ticket, or nil when the server was found to keep connections.
-    func mayStart(with ticket: RampTicket?)
+    /// Its turn came: called once, outside the ramp's lock, on the thread that gave the place back (an engine's,
+    /// mostly), with its ticket, or nil when the server was found to keep connections.
+    /// - Returns: false when it cannot start (its engine stopped: it ended itself); the place then goes to the next
+    ///   in line, and the ticket is never used.
+    func mayStart(with ticket: RampTicket?) -> Bool
 }
 
 /// A transfer's place among its server's unanswered transfers (``TransferRamps``): given back once, when the server
 /// answers or the transfer ends, whichever comes first.
 ///
-/// `Sendable`: its flags are behind a lock; the engine's thread reports the answer and the end, and the transport
-/// ends it once more (which does nothing then) when the transfer never reached an engine.
+/// `Sendable`: its flags are behind a lock. The transfer's engine reports the answer and the end, and the transport
+/// ends every ticket once more when its transfer is over (which does nothing then).
 final class RampTicket: Sendable {
     private let ramps: TransferRamps
     private let origin: Int

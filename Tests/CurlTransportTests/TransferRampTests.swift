@@ -8,7 +8,7 @@ import Testing
 
 /// The ramp that keeps a transport from flooding a server's listen queue before it knows the server keeps
 /// connections (``TransferRamps``).
-@Suite("Transfer ramp")
+@Suite("Transfer ramp", .timeLimit(.minutes(1)))
 struct TransferRampTests {
     @Test func aServerIsItsSchemeHostAndPort() {
         let key = { (text: String) in TransferRamps.originKey(text) }
@@ -105,6 +105,27 @@ struct TransferRampTests {
         // A waiter told already cannot be withdrawn: its transfer is on its way to the engine.
         #expect(!ramps.withdraw(waiters[0], origin: server))
         #expect(ramps.counts(server) == (waiting: 0, unanswered: 4))
+    }
+
+    /// A waiter that cannot take its place (its engine stopped) passes it on to the next in line, and holds none.
+    @Test func aRefusedPlaceGoesToTheNextInLine() throws {
+        let ramps = TransferRamps()
+        let server = TransferRamps.originKey("http://127.0.0.1:1/")
+        var tickets: [RampTicket] = []
+        for _ in 0..<4 { tickets.append(try place(in: ramps, server)) }
+        let refusing = [LineWaiter(refuses: true), LineWaiter(refuses: true)]
+        let taking = LineWaiter()
+        for waiter in refusing + [taking] { #expect(ramps.enter(waiter, origin: server).waits) }
+        tickets[0].answered()
+        #expect(refusing.allSatisfy { $0.told })
+        #expect(taking.ticket != nil)
+        #expect(ramps.counts(server) == (waiting: 0, unanswered: 4))
+        // With nobody left to take it, a refused place is counted out.
+        let last = LineWaiter(refuses: true)
+        #expect(ramps.enter(last, origin: server).waits)
+        tickets[1].answered()
+        #expect(last.told)
+        #expect(ramps.counts(server) == (waiting: 0, unanswered: 3))
     }
 
     /// Past ``TransferRamps/remembered`` servers, those with nothing in flight are forgotten; a server whose ramp
@@ -391,12 +412,19 @@ extension TransferRamps.Entry {
 /// A transfer in a ramp's line, for the ramp's own tests: remembers whether its turn came, and its ticket.
 private final class LineWaiter: RampWaiter {
     private let state = Mutex<(told: Bool, ticket: RampTicket?)>((false, nil))
+    /// Whether it refuses its place, as a transfer whose engine stopped does.
+    private let refuses: Bool
+
+    init(refuses: Bool = false) {
+        self.refuses = refuses
+    }
 
     var told: Bool { state.withLock { $0.told } }
     var ticket: RampTicket? { state.withLock { $0.ticket } }
 
-    func mayStart(with ticket: RampTicket?) {
-        state.withLock { $0 = (true, ticket) }
+    func mayStart(with ticket: RampTicket?) -> Bool {
+        state.withLock { $0 = (true, refuses ? nil : ticket) }
+        return !refuses
     }
 }
 
