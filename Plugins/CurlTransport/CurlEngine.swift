@@ -183,6 +183,8 @@ final class CurlEngine: @unchecked Sendable {
         // Whether the transport sends this engine nothing for now, and whether it closed its connections since.
         var standby = false
         var closed = false
+        // This engine's transfers in their server's line, which their timeouts reach there too.
+        var waiting: [ObjectIdentifier: CurlTransfer] = [:]
         var problem: TransportError?
         while problem == nil {
             let (commands, stopping) = inbox.withLock { inbox in
@@ -199,15 +201,21 @@ final class CurlEngine: @unchecked Sendable {
                     }
                     transfer.origin = transfer.easy.originKey
                     switch ramps.enter(transfer, origin: transfer.origin) {
-                    case .wait: continue
+                    case .wait:
+                        transfer.waitingSince = .now
+                        waiting[ObjectIdentifier(transfer)] = transfer
+                        continue
                     case .go(let ticket): transfer.ticket = ticket
                     }
                     if start(transfer, in: &active, mayPause: &mayPause) { closed = false }
                 case .admit(let transfer):
-                    // Cancelled while it waited, after the ramp had given it its place.
-                    if transfer.cancelled {
+                    waiting[ObjectIdentifier(transfer)] = nil
+                    // Cancelled while it waited, after the ramp had given it its place; or out of time.
+                    if let stop = transfer.cancelled
+                        ? TransportError(.cancelled, url: transfer.easy.url) : Self.timeLeft(after: transfer)
+                    {
                         transfer.ticket?.ended(connects: 1)
-                        transfer.complete(stopped: TransportError(.cancelled, url: transfer.easy.url))
+                        transfer.complete(stopped: stop)
                         continue
                     }
                     if start(transfer, in: &active, mayPause: &mayPause) { closed = false }
@@ -215,6 +223,7 @@ final class CurlEngine: @unchecked Sendable {
                     // A cancel that arrives after its transfer finished finds nothing, or another transfer.
                     guard active[transfer.easy.handle] === transfer else {
                         if ramps.withdraw(transfer, origin: transfer.origin) {
+                            waiting[ObjectIdentifier(transfer)] = nil
                             transfer.complete(stopped: TransportError(.cancelled, url: transfer.easy.url))
                         } else {
                             // Not added yet, or its place is on the way as an `admit`: it ends when that comes.
@@ -268,8 +277,24 @@ final class CurlEngine: @unchecked Sendable {
                     try waking.withLock { _ throws(TransportError) in try multi.closeConnections() }
                     closed = true
                 }
-                // Pauses are set while libcurl runs the callbacks: the poll wakes for the earliest to end.
-                let wake = mayPause ? active.values.lazy.compactMap(\.pausedUntil).min() : nil
+                // Transfers whose time ran out in line end there (one whose place is on its way ends when it comes).
+                var lineDeadline: ContinuousClock.Instant?
+                if !waiting.isEmpty {
+                    let now = ContinuousClock.now
+                    for (id, transfer) in waiting {
+                        let deadline = (transfer.waitingSince ?? now) + transfer.timeout
+                        if deadline > now {
+                            lineDeadline = min(lineDeadline ?? deadline, deadline)
+                        } else if ramps.withdraw(transfer, origin: transfer.origin) {
+                            waiting[id] = nil
+                            transfer.complete(stopped: Self.timedOutInLine(transfer))
+                        }
+                    }
+                }
+                // Pauses are set while libcurl runs the callbacks: the poll wakes for the earliest to end, or for the
+                // first transfer in line to run out of time.
+                var wake = mayPause ? active.values.lazy.compactMap(\.pausedUntil).min() : nil
+                if let lineDeadline { wake = min(wake ?? lineDeadline, lineDeadline) }
                 // Declared under the inbox's lock, so that a command either is seen here or sends a wakeup.
                 let idle = inbox.withLock { inbox in
                     guard inbox.commands.isEmpty, !inbox.stopping else { return false }
@@ -317,6 +342,28 @@ final class CurlEngine: @unchecked Sendable {
             return inbox.stopWaiters
         }
         for waiter in waiters { waiter.resume() }
+    }
+
+    /// The error a transfer that waited in its server's line ends with when its time ran out there; otherwise nil,
+    /// and its easy handle is given the time it has left.
+    private static func timeLeft(after transfer: CurlTransfer) -> TransportError? {
+        guard let since = transfer.waitingSince else { return nil }
+        let left = transfer.timeout - (ContinuousClock.now - since)
+        guard left > .zero else { return timedOutInLine(transfer) }
+        do {
+            // At least a millisecond: 0 would be no timeout at all to libcurl.
+            try transfer.easy.set(CURLOPT_TIMEOUT_MS, max(1, CurlTransport.milliseconds(left)), "CURLOPT_TIMEOUT_MS")
+            return nil
+        } catch {
+            return error
+        }
+    }
+
+    private static func timedOutInLine(_ transfer: CurlTransfer) -> TransportError {
+        TransportError(
+            .timedOut, url: transfer.easy.url,
+            detail: "waited \(transfer.timeout) for the server to answer earlier requests"
+                + " (at most \(TransferRamps.limit) wait for a server's first answer)")
     }
 
     /// Hands `transfer` to libcurl, or ends it with the error that refused it; true when libcurl has it.

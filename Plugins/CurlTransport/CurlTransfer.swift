@@ -55,6 +55,11 @@ final class CurlTransfer: @unchecked Sendable {
     var engine: CurlEngine?
     /// The server's key in the ramps (``CurlEasy/originKey``), set by the engine when it takes the transfer.
     var origin = 0
+    /// The most the whole request may take, as its easy handle was told (`CURLOPT_TIMEOUT_MS`): time spent in its
+    /// server's line counts against it too.
+    var timeout = Duration.seconds(300)
+    /// When the engine put the transfer in its server's line; nil when it never waited there.
+    var waitingSince: ContinuousClock.Instant?
     /// Set by the engine when a cancel found the transfer neither running nor in its server's line: it ends, cancelled,
     /// when the engine gets it.
     var cancelled = false

@@ -210,6 +210,7 @@ public final class CurlTransport: Transport {
             easy: easy, headerList: try CurlHeaderList(headers, url: request.url),
             body: .buffer(limit: request.maxBodyBytes, head: request.method == .head),
             maxRedirects: configuration.maxRedirects)
+        transfer.timeout = request.timeout ?? configuration.timeout
         // Out of the engine once perform returns or throws, whatever the outcome: the next transfer may have it.
         defer { handles.give(easy) }
         try await perform(transfer)
@@ -237,6 +238,7 @@ public final class CurlTransport: Transport {
         let transfer = try CurlTransfer(
             easy: easy, headerList: list, body: .upload(source, limit: request.maxResponseBytes, progress: progress),
             maxRedirects: 0)
+        transfer.timeout = request.timeout ?? configuration.timeout
         // Out of the engine once perform returns or throws, whatever the outcome: the next transfer may have it.
         defer { handles.give(easy) }
         try await perform(transfer)
@@ -269,6 +271,7 @@ public final class CurlTransport: Transport {
             easy: easy, headerList: headerList,
             body: .file(request, progress: progress), maxRedirects: configuration.maxRedirects, limiter: limiter,
             arena: bodies)
+        transfer.timeout = configuration.timeout
         // Out of the engine once perform returns or throws, whatever the outcome: the next transfer may have it.
         defer { handles.give(easy) }
         try await perform(transfer)

@@ -18,8 +18,8 @@ import Synchronization
 /// A server that keeps connections (nginx, a CDN, anything over HTTP/2) costs the ramp its first few transfers. A
 /// transfer is counted against the server it was sent to, wherever redirects take it.
 ///
-/// Transfers held back wait in the order they came, in their engine but before libcurl (or an easy handle's timeout)
-/// has them; cancelling one's task takes it out. The place an answer frees goes to the next in line on the thread
+/// Transfers held back wait in the order they came, in their engine but before libcurl has them; cancelling one's task
+/// takes it out, and its timeout counts the time it waits. The place an answer frees goes to the next in line on the thread
 /// that saw the answer (an engine's, inside libcurl's header callback), which hands it to its engine's inbox: no task
 /// is woken in between, so that against a server that answers each request on a connection of its own the next
 /// request goes out with the engine's next round. (Waiting in the task, as at first, cost each transfer a suspension,

@@ -312,6 +312,39 @@ struct TransferRampTests {
         await transport.shutdown()
     }
 
+    /// A request's timeout counts its time in its server's line: one stuck behind four requests the server holds
+    /// unanswered times out there, takes no place and sends nothing.
+    @Test func timeInLineCountsAgainstTheTimeout() async throws {
+        let server = try MockCatalogServer()
+        defer { server.stop() }
+        _ = Self.serveSixteen(on: server, under: "held", seed: 1_300)
+        let gate = RequestGate()
+        server.setFaultHook { _ in
+            gate.pass()
+            return .closeAfterResponse
+        }
+        let transport = try CurlTransport(.init(concurrency: 16, threads: 1))
+        let origin = TransferRamps.originKey(server.url(path: "/").absoluteString)
+        let held = (0..<4).map { index in
+            Task { try await transport.send(HTTPRequest(url: server.url(path: "/held/\(index).bin"))) }
+        }
+        await yield(until: { gate.arrived == 4 })
+        #expect(gate.arrived == 4)
+        let started = ContinuousClock.now
+        let error = await #expect(throws: TransportError.self) {
+            try await transport.send(HTTPRequest(url: server.url(path: "/held/4.bin"), timeout: .milliseconds(300)))
+        }
+        #expect(error?.code == .timedOut)
+        // It waited out its own timeout, not the four held requests' (the transport's default, 300 s).
+        #expect(ContinuousClock.now - started >= .milliseconds(300))
+        #expect(transport.ramps.counts(origin) == (waiting: 0, unanswered: 4))
+        #expect(gate.arrived == 4)
+        gate.open()
+        for request in held { #expect(try await request.value.status == 200) }
+        #expect(transport.ramps.counts(origin) == (waiting: 0, unanswered: 0))
+        await transport.shutdown()
+    }
+
     /// A download cancelled while its request waits at the server gives its place back; one cancelled while it waits
     /// in its server's line, or before it starts, takes none and sends nothing; a shutdown ends those in line too.
     @Test func cancelledAndShutDownDownloadsLeaveNoPlaceTaken() async throws {
