@@ -37,7 +37,8 @@ final class CurlEngine: @unchecked Sendable {
         var stopReason: TransportError?
     }
 
-    /// What a transfer handed to an engine that stopped ends with, named after `transfer`'s URL.
+    /// What a transfer ends with when the engine stops (for `reason`), or when it is handed to an engine that stopped:
+    /// the reason, named after `transfer`'s URL.
     private static func refusal(_ reason: TransportError?, for transfer: CurlTransfer) -> TransportError {
         TransportError(
             reason?.code ?? .cancelled, url: transfer.easy.url, detail: reason?.detail ?? "the transport was shut down")
@@ -196,7 +197,7 @@ final class CurlEngine: @unchecked Sendable {
                 case .add(let transfer):
                     // Cancelled before it was added (the cancel came first): it ends here.
                     if transfer.cancelled {
-                        transfer.complete(stopped: TransportError(.cancelled, url: transfer.easy.url))
+                        transfer.completeCancelled()
                         continue
                     }
                     transfer.origin = transfer.easy.originKey
@@ -214,7 +215,6 @@ final class CurlEngine: @unchecked Sendable {
                     if let stop = transfer.cancelled
                         ? TransportError(.cancelled, url: transfer.easy.url) : Self.timeLeft(after: transfer)
                     {
-                        transfer.ticket?.ended(connects: 1)
                         transfer.complete(stopped: stop)
                         continue
                     }
@@ -224,7 +224,7 @@ final class CurlEngine: @unchecked Sendable {
                     guard active[transfer.easy.handle] === transfer else {
                         if ramps.withdraw(transfer, origin: transfer.origin) {
                             waiting[ObjectIdentifier(transfer)] = nil
-                            transfer.complete(stopped: TransportError(.cancelled, url: transfer.easy.url))
+                            transfer.completeCancelled()
                         } else {
                             // Not added yet, or its place is on the way as an `admit`: it ends when that comes.
                             transfer.cancelled = true
@@ -233,8 +233,7 @@ final class CurlEngine: @unchecked Sendable {
                     }
                     active[transfer.easy.handle] = nil
                     try? multi.remove(transfer.easy)
-                    transfer.ticket?.ended(connects: 1)
-                    transfer.complete(stopped: TransportError(.cancelled, url: transfer.easy.url))
+                    transfer.completeCancelled()
                 case .resize(let connections, let perHost, let resting):
                     do {
                         try multi.setLimits(connections: connections, perHost: perHost)
@@ -257,7 +256,6 @@ final class CurlEngine: @unchecked Sendable {
                         // It cannot go on (a callback may have failed it already): it ends here with that error.
                         active[handle] = nil
                         try? multi.remove(transfer.easy)
-                        transfer.ticket?.ended(connects: transfer.easy.newConnections)
                         transfer.complete(code)
                     }
                 }
@@ -266,8 +264,6 @@ final class CurlEngine: @unchecked Sendable {
                 try multi.perform()
                 for (handle, result) in multi.finished() {
                     guard let transfer = active.removeValue(forKey: handle) else { continue }
-                    // Before `complete`: from then on the transfer is its caller's.
-                    transfer.ticket?.ended(connects: transfer.easy.newConnections)
                     try? multi.remove(transfer.easy)
                     transfer.complete(result)
                 }
@@ -329,13 +325,9 @@ final class CurlEngine: @unchecked Sendable {
         }
         for transfer in active.values {
             try? multi.remove(transfer.easy)
-            transfer.ticket?.ended(connects: 1)
-            transfer.complete(stopped: TransportError(reason.code, url: transfer.easy.url, detail: reason.detail))
+            transfer.complete(stopped: Self.refusal(reason, for: transfer))
         }
-        for transfer in unstarted {
-            transfer.ticket?.ended(connects: 1)
-            transfer.complete(stopped: TransportError(reason.code, url: transfer.easy.url, detail: reason.detail))
-        }
+        for transfer in unstarted { transfer.complete(stopped: Self.refusal(reason, for: transfer)) }
         let waiters = inbox.withLock { inbox in
             inbox.stopped = true
             defer { inbox.stopWaiters = [] }
@@ -376,7 +368,6 @@ final class CurlEngine: @unchecked Sendable {
             if transfer.mayPause { mayPause = true }
             return true
         } catch {
-            transfer.ticket?.ended(connects: 1)
             transfer.complete(stopped: error)
             return false
         }

@@ -338,16 +338,25 @@ final class CurlTransfer: @unchecked Sendable {
 
     // MARK: Completion (engine thread)
 
-    /// Ends the transfer once libcurl has let go of it, and resumes the waiting task.
+    /// Ends the transfer once libcurl has let go of it, and resumes the waiting task. Its ramp ticket ends first: a
+    /// transfer answered over a connection it did not open shows that the server keeps connections.
     func complete(_ code: CURLcode) {
+        ticket?.ended(connects: easy.newConnections)
         resume(outcome(code))
     }
 
-    /// Ends a transfer stopped before libcurl finished it (cancelled, or the transport shut down).
+    /// Ends a transfer stopped before libcurl finished it (cancelled, refused, or the transport shut down); its ramp
+    /// ticket, if it had one, gives its place back.
     func complete(stopped error: TransportError) {
+        ticket?.ended(connects: 1)
         file?.spill()
         try? file?.close()
         resume(.failure(error))
+    }
+
+    /// Ends a transfer cancelled before libcurl finished it.
+    func completeCancelled() {
+        complete(stopped: TransportError(.cancelled, url: easy.url))
     }
 
     private func outcome(_ code: CURLcode) -> Result<Void, TransportError> {

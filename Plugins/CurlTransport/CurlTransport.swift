@@ -186,8 +186,6 @@ public final class CurlTransport: Transport {
     /// Runs a transfer on the least loaded engine, which starts it once its server's ramp lets it
     /// (``TransferRamps``).
     private func perform(_ transfer: CurlTransfer) async throws {
-        // The engine ends the ticket on every way out; this is the catch-all (a second end does nothing).
-        defer { transfer.ticket?.ended(connects: 1) }
         try await reserveEngine().perform(transfer)
     }
 

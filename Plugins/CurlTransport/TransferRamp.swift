@@ -19,9 +19,9 @@ import Synchronization
 /// transfer is counted against the server it was sent to, wherever redirects take it.
 ///
 /// Transfers held back wait in the order they came, in their engine but before libcurl has them; cancelling one's task
-/// takes it out, and its timeout counts the time it waits. The place an answer frees goes to the next in line on the thread
-/// that saw the answer (an engine's, inside libcurl's header callback), which hands it to its engine's inbox: no task
-/// is woken in between, so that against a server that answers each request on a connection of its own the next
+/// takes it out, and its timeout counts the time it waits. The place an answer frees goes to the next in line on the
+/// thread that saw the answer (an engine's, inside libcurl's header callback), which hands it to its engine's inbox: no
+/// task is woken in between, so that against a server that answers each request on a connection of its own the next
 /// request goes out with the engine's next round. (Waiting in the task, as at first, cost each transfer a suspension,
 /// a pool thread's turn and a wakeup of the engine between an answer and the next request.)
 final class TransferRamps: Sendable {
@@ -222,8 +222,8 @@ protocol RampWaiter: AnyObject, Sendable {
 /// A transfer's place among its server's unanswered transfers (``TransferRamps``): given back once, when the server
 /// answers or the transfer ends, whichever comes first.
 ///
-/// `Sendable`: its flags are behind a lock. The transfer's engine reports the answer and the end, and the transport
-/// ends every ticket once more when its transfer is over (which does nothing then).
+/// `Sendable`: its flags are behind a lock. The transfer reports the answer and its end (`CurlTransfer.complete`), on
+/// its engine's thread or, for one refused by an engine that stopped, on the thread that found it so.
 final class RampTicket: Sendable {
     private let ramps: TransferRamps
     private let origin: Int
