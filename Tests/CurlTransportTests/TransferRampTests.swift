@@ -182,13 +182,9 @@ struct TransferRampTests {
         let server = try MockCatalogServer()
         defer { server.stop() }
         let contents = Self.serveSixteen(on: server, under: "closing", seed: 700)
-        let gate = RequestGate()
-        server.setFaultHook { _ in
-            gate.pass()
-            return .closeAfterResponse
-        }
+        let gate = RequestGate.holdingEveryRequest(to: server)
         let transport = try CurlTransport(.init(concurrency: 16, threads: 8))
-        let origin = TransferRamps.originKey(server.url(path: "/").absoluteString)
+        let origin = Self.origin(of: server)
         try await withTemporaryDirectory { directory in
             let urls = contents.indices.map { server.url(path: "/closing/\($0).bin") }
             let downloads = Task { try await downloadAll(urls, expecting: contents, into: directory, with: transport) }
@@ -255,14 +251,10 @@ struct TransferRampTests {
         defer { kept.stop() }
         let stuckContents = Self.serveSixteen(on: stuck, under: "stuck", seed: 1_000)
         let keptContents = Self.serveSixteen(on: kept, under: "kept", seed: 1_100)
-        let gate = RequestGate()
-        stuck.setFaultHook { _ in
-            gate.pass()
-            return .closeAfterResponse
-        }
+        let gate = RequestGate.holdingEveryRequest(to: stuck)
         let transport = try CurlTransport(.init(concurrency: 16, threads: 1))
-        let stuckOrigin = TransferRamps.originKey(stuck.url(path: "/").absoluteString)
-        let keptOrigin = TransferRamps.originKey(kept.url(path: "/").absoluteString)
+        let stuckOrigin = Self.origin(of: stuck)
+        let keptOrigin = Self.origin(of: kept)
         try await withTemporaryDirectory { directory in
             let stuckURLs = stuckContents.indices.map { stuck.url(path: "/stuck/\($0).bin") }
             let stuckDownloads = Task {
@@ -318,13 +310,9 @@ struct TransferRampTests {
         let server = try MockCatalogServer()
         defer { server.stop() }
         _ = Self.serveSixteen(on: server, under: "held", seed: 1_300)
-        let gate = RequestGate()
-        server.setFaultHook { _ in
-            gate.pass()
-            return .closeAfterResponse
-        }
+        let gate = RequestGate.holdingEveryRequest(to: server)
         let transport = try CurlTransport(.init(concurrency: 16, threads: 1))
-        let origin = TransferRamps.originKey(server.url(path: "/").absoluteString)
+        let origin = Self.origin(of: server)
         let held = (0..<4).map { index in
             Task { try await transport.send(HTTPRequest(url: server.url(path: "/held/\(index).bin"))) }
         }
@@ -351,13 +339,9 @@ struct TransferRampTests {
         let server = try MockCatalogServer()
         defer { server.stop() }
         _ = Self.serveSixteen(on: server, under: "held", seed: 1_200)
-        let gate = RequestGate()
-        server.setFaultHook { _ in
-            gate.pass()
-            return .closeAfterResponse
-        }
+        let gate = RequestGate.holdingEveryRequest(to: server)
         let transport = try CurlTransport(.init(concurrency: 16, threads: 1))
-        let origin = TransferRamps.originKey(server.url(path: "/").absoluteString)
+        let origin = Self.origin(of: server)
         let counts = { transport.ramps.counts(origin) }
         try await withTemporaryDirectory { directory in
             let download: @Sendable (Int) async throws -> Void = { index in
@@ -415,6 +399,11 @@ extension TransferRampTests {
             throw RampTestFailure("no place was free for a transfer that was to have one")
         }
         return ticket
+    }
+
+    /// The ramp's key for `server`.
+    static func origin(of server: MockCatalogServer) -> Int {
+        TransferRamps.originKey(server.url(path: "/").absoluteString)
     }
 
     /// Sixteen files of a little over 2,000 bytes each, all different, served at `/<folder>/<index>.bin`.
@@ -477,6 +466,17 @@ private final class RequestGate: Sendable {
     var arrived: Int { locked { $0.arrived } }
     /// Requests let go.
     var passed: Int { locked { $0.passed } }
+
+    /// A gate that holds every request `server` gets; the server closes each connection after its answer, as Python's
+    /// `http.server` does.
+    static func holdingEveryRequest(to server: MockCatalogServer) -> RequestGate {
+        let gate = RequestGate()
+        server.setFaultHook { _ in
+            gate.pass()
+            return .closeAfterResponse
+        }
+        return gate
+    }
 
     /// Called for each request: counts it and waits until the gate is open or a permit is free.
     func pass() {
