@@ -134,9 +134,10 @@ final class TransferRamps: Sendable {
     /// Whether `origin` is known to keep connections (for tests).
     func isOver(_ origin: Int) -> Bool { servers.withLock { $0[origin]?.over ?? false } }
 
-    /// A key for the scheme, host and port of the URL in `text` (lowercased, without user and password, and without
-    /// the scheme's default port: `http://h/` and `http://h:80/` are one server): the server a transfer is counted
-    /// against. A hash, not the text, so that the hot path builds no string.
+    /// A key for the scheme, host and port of the URL in `text` (lowercased, without user and password, without a
+    /// final dot after the host's name, and without the scheme's default port: `http://h/`, `http://h.:80/` and
+    /// `http://H:80/` are one server): the server a transfer is counted against. A hash, not the text, so that the hot
+    /// path builds no string. Names are not resolved: `localhost` and `127.0.0.1` are two servers to the ramp.
     static func originKey(_ text: UnsafeBufferPointer<UInt8>) -> Int {
         var hasher = Hasher()
         var index = 0
@@ -170,6 +171,8 @@ final class TransferRamps: Sendable {
             port = number
             end = colon
         }
+        // A fully qualified name's final dot names the same host (`example.com.` is `example.com`).
+        if end - host > 1, text[end - 1] == UInt8(ascii: ".") { end -= 1 }
         for byte in text[host..<end] { hasher.combine(lowercased(byte)) }
         if let port, port >= 0, port != defaultPort {
             hasher.combine(UInt8(ascii: ":"))

@@ -34,6 +34,12 @@ struct TransferRampTests {
         #expect(key("http://a@b@example.com:80/") == key("http://example.com/"))
         #expect(key("http://user:pw@[::1]:80/a") == key("http://[::1]/"))
         #expect(key("http://user:pw@[::1]:81/a") != key("http://[::1]/"))
+        // A fully qualified name's final dot; a name is not resolved.
+        #expect(key("http://Example.com.:80/a") == key("http://example.com/"))
+        #expect(key("http://example.com.:8080/a") == key("http://example.com:8080/"))
+        #expect(key("http://example.com../a") != key("http://example.com/"))
+        #expect(key("http://./a") != key("http:///a"))
+        #expect(key("http://localhost/a") != key("http://127.0.0.1/a"))
     }
 
     @Test func anAnswerMakesRoomAndAKeptConnectionEndsTheRamp() throws {
