@@ -39,9 +39,16 @@ final class CurlMulti: @unchecked Sendable {
         try check(mf_multi_setopt_long(handle, CURLMOPT_PIPELINING, CURLPIPE_MULTIPLEX), "CURLMOPT_PIPELINING")
     }
 
-    /// Caps connections in all and to one host. A lower cap holds new connections back at once; connections
-    /// over it that are open already close as their transfers end (the cache keeps no more than the cap).
+    /// Caps connections in all and to one host (0: no cap). A lower cap holds new connections back at once;
+    /// connections over it that are open already close as their transfers end (the cache keeps no more than the cap).
+    /// A negative cap is refused: libcurl would take it without a word, as no cap at all.
     func setLimits(connections: Int, perHost: Int) throws(TransportError) {
+        guard connections >= 0, perHost >= 0 else {
+            throw TransportError(
+                .other, url: nil,
+                detail: "CURLMOPT_MAX_TOTAL_CONNECTIONS, CURLMOPT_MAX_HOST_CONNECTIONS: \(connections) and \(perHost)"
+                    + " connections (a cap is 0, none, or more)")
+        }
         limits = (connections, perHost)
         try check(
             mf_multi_setopt_long(handle, CURLMOPT_MAX_TOTAL_CONNECTIONS, connections),

@@ -98,7 +98,8 @@ public final class CurlTransport: Transport {
     /// shared (libcurl only reads it): building a list cost a dozen allocations a download. Nil when the
     /// configured headers cannot be sent (each download then reports why).
     private let plainDownloadHeaders: CurlHeaderList?
-    private let engines: [CurlEngine]
+    /// Internal for tests, which stop one on an error of its own.
+    let engines: [CurlEngine]
     /// Whether the engines in use follow the size of the bodies (see ``EngineChoice``).
     private let adaptive: Bool
     private let limiter: RateLimiter?

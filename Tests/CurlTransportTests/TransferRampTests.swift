@@ -395,6 +395,45 @@ struct TransferRampTests {
         // The first download's request, and four more; none from the downloads cancelled before or in line.
         #expect(gate.arrived == 5)
     }
+
+    /// An engine that stops on an error of libcurl's (here, limits its multi handle refuses) ends the downloads at the
+    /// server and in line with that error, not as cancelled, refuses later ones with it, and leaves no place taken.
+    @Test func anEngineStoppedByAnErrorEndsEveryDownloadWithIt() async throws {
+        let server = try MockCatalogServer()
+        defer { server.stop() }
+        _ = Self.serveSixteen(on: server, under: "stopped", seed: 1_300)
+        let gate = RequestGate.holdingEveryRequest(to: server)
+        let transport = try CurlTransport(.init(concurrency: 16, threads: 1))
+        let origin = Self.origin(of: server)
+        let counts = { transport.ramps.counts(origin) }
+        let isTheError = { (error: TransportError?) in
+            error?.code == .other && error?.detail?.contains("CURLMOPT_MAX_TOTAL_CONNECTIONS") == true
+        }
+        try await withTemporaryDirectory { directory in
+            let download: @Sendable (Int) async throws -> Void = { index in
+                let request = DownloadRequest(
+                    url: server.url(path: "/stopped/\(index).bin"),
+                    destination: directory.appendingPathComponent("\(index).bin"))
+                _ = try await transport.download(request) { _ in }
+            }
+            let atServer = (0..<4).map { index in Task { try await download(index) } }
+            await yield(until: { gate.arrived == 4 })
+            let inLine = Task { try await download(4) }
+            await yield(until: { counts().waiting == 1 })
+            #expect(counts() == (waiting: 1, unanswered: 4))
+            transport.engines[0].resize(connections: -1, perHost: 16, standby: false)
+            for task in atServer + [inLine] {
+                let error = await #expect(throws: TransportError.self) { try await task.value }
+                #expect(isTheError(error), "\(String(describing: error))")
+            }
+            let late = await #expect(throws: TransportError.self) { try await download(5) }
+            #expect(isTheError(late), "\(String(describing: late))")
+            #expect(counts() == (waiting: 0, unanswered: 0))
+            gate.open()
+        }
+        await transport.shutdown()
+        #expect(gate.arrived == 4)
+    }
 }
 
 extension TransferRampTests {
