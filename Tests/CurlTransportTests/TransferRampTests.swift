@@ -434,6 +434,54 @@ struct TransferRampTests {
         await transport.shutdown()
         #expect(gate.arrived == 4)
     }
+
+    /// A download cancelled just as its place comes (the cancel, then the place, wait in its engine's inbox while the
+    /// engine is busy in another transfer's callback) ends as cancelled, sends nothing, and gives the place back.
+    @Test func aPlaceThatComesToACancelledDownloadIsGivenBack() async throws {
+        try await withEngineHeld { transport, origin, tickets, hold, download in
+            let inLine = Task { try await download(0) }
+            await yield(until: { transport.ramps.counts(origin).waiting == 1 })
+            let busy = hold.holdEngine(of: transport)
+            await yield(until: { hold.entered })
+            inLine.cancel()
+            tickets[0].answered()
+            #expect(transport.ramps.counts(origin) == (waiting: 0, unanswered: 4))
+            hold.release()
+            let error = await #expect(throws: TransportError.self) { try await inLine.value }
+            #expect(error?.code == .cancelled)
+            _ = try await busy.value
+            // Its place, given back; the three tickets the test holds.
+            #expect(transport.ramps.counts(origin) == (waiting: 0, unanswered: 3))
+            await transport.shutdown()
+        }
+    }
+
+    /// A place that comes to a download whose engine was told to stop (and is busy in another transfer's callback,
+    /// so that its download is still in line) is refused: the download ends with the shutdown, and the place goes to
+    /// the next in line (another engine's transfer, here a stand-in).
+    @Test func aPlaceRefusedByAStoppingEngineGoesToTheNextInLine() async throws {
+        try await withEngineHeld { transport, origin, tickets, hold, download in
+            let inLine = Task { try await download(0) }
+            await yield(until: { transport.ramps.counts(origin).waiting == 1 })
+            let next = LineWaiter()
+            #expect(transport.ramps.enter(next, origin: origin).waits)
+            let busy = hold.holdEngine(of: transport)
+            await yield(until: { hold.entered })
+            transport.engines[0].stop()
+            tickets[0].answered()
+            #expect(next.told)
+            #expect(next.ticket != nil)
+            #expect(transport.ramps.counts(origin) == (waiting: 0, unanswered: 4))
+            hold.release()
+            let error = await #expect(throws: TransportError.self) { try await inLine.value }
+            #expect(error?.code == .cancelled)
+            // The held transfer may end before the engine looks at its inbox again (its body came with its answer).
+            _ = await busy.result
+            await transport.shutdown()
+            next.ticket?.ended(connects: 1)
+            #expect(transport.ramps.counts(origin) == (waiting: 0, unanswered: 3))
+        }
+    }
 }
 
 extension TransferRampTests {
@@ -444,6 +492,38 @@ extension TransferRampTests {
             throw RampTestFailure("no place was free for a transfer that was to have one")
         }
         return ticket
+    }
+
+    /// Runs `body` with a transport of one engine, the ramp of a server that closes each connection taken full by
+    /// four tickets the test holds, an ``EngineHold`` and a download from that server.
+    /// Afterwards the server has got no request, and once the three tickets after the first end, no place is taken.
+    func withEngineHeld(
+        _ body: (
+            CurlTransport, Int, [RampTicket], EngineHold, @escaping @Sendable (Int) async throws -> Void
+        ) async throws -> Void
+    ) async throws {
+        let server = try MockCatalogServer()
+        defer { server.stop() }
+        _ = Self.serveSixteen(on: server, under: "line", seed: 1_400)
+        // Open: it only counts requests (the tickets hold the line), so that a download sent by mistake ends at once.
+        let gate = RequestGate.holdingEveryRequest(to: server)
+        gate.open()
+        let transport = try CurlTransport(.init(concurrency: 16, threads: 1))
+        let origin = Self.origin(of: server)
+        let tickets = try (0..<4).map { _ in try place(in: transport.ramps, origin) }
+        try await withTemporaryDirectory { directory in
+            let hold = try EngineHold(directory: directory)
+            defer { hold.stop() }
+            try await body(transport, origin, tickets, hold) { index in
+                let request = DownloadRequest(
+                    url: server.url(path: "/line/\(index).bin"),
+                    destination: directory.appendingPathComponent("\(index).bin"))
+                _ = try await transport.download(request) { _ in }
+            }
+        }
+        for ticket in tickets.dropFirst() { ticket.ended(connects: 1) }
+        #expect(transport.ramps.counts(origin) == (waiting: 0, unanswered: 0))
+        #expect(gate.arrived == 0)
     }
 
     /// The ramp's key for `server`.
@@ -492,6 +572,54 @@ private final class LineWaiter: RampWaiter {
     func mayStart(with ticket: RampTicket?) -> Bool {
         state.withLock { $0 = (true, refuses ? nil : ticket) }
         return !refuses
+    }
+}
+
+/// Holds an engine's thread in a callback of a transfer of its own (from a server of its own) until ``release()``, so
+/// that what other threads send the engine meanwhile waits in its inbox, in the order it was sent.
+final class EngineHold: Sendable {
+    private let server: MockCatalogServer
+    private let directory: URL
+    private let condition = NSCondition()
+    private nonisolated(unsafe) var state = (entered: false, released: false)
+
+    init(directory: URL) throws {
+        server = try MockCatalogServer()
+        server.addFile(path: "/busy.bin", bytes: [UInt8](repeating: 7, count: 100))
+        self.directory = directory
+    }
+
+    /// Whether the engine's thread is in the callback.
+    var entered: Bool {
+        condition.lock()
+        defer { condition.unlock() }
+        return state.entered
+    }
+
+    /// Starts the download whose answer holds the engine of `transport` (it has one) until ``release()``.
+    func holdEngine(of transport: CurlTransport) -> Task<Void, any Error> {
+        let request = DownloadRequest(
+            url: server.url(path: "/busy.bin"), destination: directory.appendingPathComponent("busy.bin"),
+            onResponse: { [self] _ in
+                condition.lock()
+                state.entered = true
+                while !state.released { condition.wait() }
+                condition.unlock()
+            })
+        return Task { _ = try await transport.download(request) { _ in } }
+    }
+
+    func release() {
+        condition.lock()
+        state.released = true
+        condition.broadcast()
+        condition.unlock()
+    }
+
+    /// Releases the engine if a test did not, and stops the server.
+    func stop() {
+        release()
+        server.stop()
     }
 }
 
