@@ -108,13 +108,14 @@ let package = Package(
         .target(
             name: "MediaFetchCLI",
             dependencies: [
-                "MediaFetchCore", "MediaFetchTesting",
+                "MediaFetchCore", "MediaFetchTesting", "CLinux",
                 "ITunesSource", "URLListSource", "PodcastSource", "FoundationTransport", "CurlTransport",
                 "DirectorySink", "ArchiveSink", "ExecPlugins", "S3Sink", "MediaFetchServe", "PostgreSQLLedger",
             ],
             swiftSettings: strict
         ),
-        // What the Glibc module leaves out: malloc.h (mallopt, in the tool's entry point) and sync_file_range.
+        // What the Glibc module leaves out: malloc.h (mallopt, in the tool's entry point), sync_file_range and the
+        // CPU affinity calls (`run --cores`).
         .systemLibrary(name: "CLinux", path: "Sources/CLinux"),
         .executableTarget(name: "mediafetch", dependencies: ["MediaFetchCLI", "CLinux"], swiftSettings: strict),
         .testTarget(

@@ -46,4 +46,22 @@ static inline long mf_filesystem_type(int fd) {
     return fstatfs(fd, &info) == 0 ? (long)info.f_type : 0;
 }
 
+// glibc's own prototypes (sched.h, _GNU_SOURCE only), with the CPU set as a plain mask of 1,024 bits.
+extern int sched_getaffinity(int pid, unsigned long size, unsigned long *mask);
+extern int sched_setaffinity(int pid, unsigned long size, const unsigned long *mask);
+extern int sched_getcpu(void);
+
+/// Words in a CPU mask here: 1,024 CPUs, glibc's cpu_set_t.
+#define MF_CPU_MASK_WORDS 16
+
+/// The CPUs the thread `tid` (0: the caller) may run on, into `mask` (MF_CPU_MASK_WORDS words). 0, or -1 with errno.
+static inline int mf_get_affinity(int tid, unsigned long *mask) {
+    return sched_getaffinity(tid, MF_CPU_MASK_WORDS * sizeof(unsigned long), mask);
+}
+
+/// Lets the thread `tid` run only on the CPUs in `mask`. 0, or -1 with errno.
+static inline int mf_set_affinity(int tid, const unsigned long *mask) {
+    return sched_setaffinity(tid, MF_CPU_MASK_WORDS * sizeof(unsigned long), mask);
+}
+
 #endif

@@ -5,6 +5,7 @@ import MediaFetchCore
 enum RunCommand {
     static let help = """
         Usage: mediafetch run CONFIG [--set KEY=VALUE]... [--refetch] [--quiet] [--json] [--worker ID]
+                              [--cores auto|all]
 
         Runs the pipeline a YAML config describes: search, download, store. The ledger in the config's
         state directory makes a run idempotent: stored items are not fetched again, partial downloads
@@ -17,6 +18,10 @@ enum RunCommand {
           --json            print the summary as JSON on stdout
           --worker ID       with a shared ledger (ledger: postgresql://...), this worker's id in the run
                             named by name: (default host:pid); the same id coming back resumes its partial files
+          --cores auto|all  auto (the default): a run that needs less than one CPU keeps its threads on one
+                            while it finishes items as fast there, leaving the others to the rest of the machine
+                            (a server on the same machine above all); all: every CPU the process was given,
+                            as with an exec source or sink (their processes would be kept to that CPU too)
 
         Progress goes to stderr; the summary and the failures to stdout.
         Exit codes: 0 all stored, 1 some items failed, 2 usage or config error, 3 the source failed,
@@ -24,28 +29,41 @@ enum RunCommand {
         """
 
     static func run(_ words: [String], registry: PluginRegistry) async throws -> Int32 {
-        let arguments = try Arguments(words, valued: ["--set", "--worker"], bare: ["--quiet", "--json", "--refetch"])
+        let arguments = try Arguments(
+            words, valued: ["--set", "--worker", "--cores"], bare: ["--quiet", "--json", "--refetch"])
         guard arguments.positional.count == 1 else {
             throw UsageError("run takes one CONFIG file, e.g. `mediafetch run config/demo.yaml`")
+        }
+        let cores = arguments.all("--cores").last ?? "auto"
+        guard cores == "auto" || cores == "all" else {
+            throw UsageError("--cores takes auto or all, not `\(cores)`")
         }
         let spec = try ConfigLoader.load(
             path: arguments.positional[0], overrides: arguments.all("--set"), registry: registry)
         let summary = try await execute(
             spec, registry: registry, quiet: arguments.has("--quiet"),
-            json: arguments.has("--json"), refetch: arguments.has("--refetch"), worker: arguments.all("--worker").last)
+            json: arguments.has("--json"), refetch: arguments.has("--refetch"), worker: arguments.all("--worker").last,
+            coreBudget: cores == "auto" && spec.source.name != "exec" && spec.sink.name != "exec")
         return summary.exitCode
     }
 
     /// Runs the spec with the public ``Runner`` under signal handling (Ctrl-C cancels it), and prints the outcome.
+    /// With `coreBudget`, the process keeps to one CPU while that serves the run as well (``CoreBudget``).
     static func execute(
         _ spec: PipelineSpec, registry: PluginRegistry, quiet: Bool, json: Bool, refetch: Bool = false,
-        worker: String? = nil
+        worker: String? = nil, coreBudget: Bool = false
     ) async throws -> RunSummary {
         let reporter = Reporter(mode: Reporter.mode(quiet: quiet || json))
         let runner = Runner(spec: spec, registry: registry, options: .init(refetch: refetch, worker: worker))
+        let budget = coreBudget ? CoreBudget() : nil
+        defer { budget?.stop() }
+        let events: @Sendable (PipelineEvent) -> Void = { event in
+            budget?.note(event)
+            reporter.handle(event)
+        }
         let outcome = await SignalWatcher().run { () -> Result<RunSummary, any Error> in
             do {
-                return .success(try await runner.run(events: reporter.handle))
+                return .success(try await runner.run(events: events))
             } catch {
                 return .failure(error)
             }

@@ -1,0 +1,128 @@
+import Foundation
+import MediaFetchTesting
+import Testing
+
+@testable import MediaFetchCLI
+
+/// A run that needs less than one CPU keeps to one while that serves it as well (``CorePolicy``, ``CoreBudget``).
+struct CoreBudgetTests {
+    /// Feeds `policy` windows of half a second with `usage` CPUs and `rate` items a second; the decisions.
+    static func windows(
+        _ policy: inout CorePolicy, _ count: Int, usage: Double, rate: Double
+    ) -> [CorePolicy.Decision] {
+        (0..<count).map { _ in policy.record(seconds: 0.5, cpuSeconds: usage * 0.5, items: Int(rate * 0.5)) }
+    }
+
+    @Test func aRunThatNeedsLessThanOneCPUKeepsToOneWhileItIsAsFastThere() {
+        var policy = CorePolicy()
+        #expect(Self.windows(&policy, 1, usage: 0.6, rate: 2_000) == [.confine])
+        // The window the threads move in is not judged; the next is as fast: it stays on one CPU, window after window.
+        #expect(Self.windows(&policy, 5, usage: 0.7, rate: 2_000) == [.stay, .stay, .stay, .stay, .stay])
+        #expect(policy.confined)
+        // Faster on one CPU (the server on the machine has a core of its own): it stays too.
+        #expect(Self.windows(&policy, 2, usage: 0.7, rate: 2_600) == [.stay, .stay])
+    }
+
+    @Test func aRunThatNeedsMoreThanOneCPUNeverKeepsToOne() {
+        var policy = CorePolicy()
+        #expect(Self.windows(&policy, 20, usage: 1.4, rate: 12_000).allSatisfy { $0 == .stay })
+        #expect(!policy.confined)
+        // Just under the line is enough: 0.75 is not under it.
+        #expect(Self.windows(&policy, 3, usage: 0.75, rate: 12_000).allSatisfy { $0 == .stay })
+    }
+
+    @Test func aRunKeptToOneCPUSpreadsWhenItNeedsMore() {
+        var policy = CorePolicy()
+        _ = Self.windows(&policy, 3, usage: 0.5, rate: 1_000)
+        #expect(policy.confined)
+        // The work grew (bigger bodies, a faster server): a whole CPU is not enough.
+        #expect(Self.windows(&policy, 1, usage: 0.95, rate: 1_500) == [.spread])
+        #expect(!policy.confined)
+    }
+
+    @Test func aSlowerTrialSpreadsAndWaitsLongerEachTime() {
+        var policy = CorePolicy()
+        #expect(Self.windows(&policy, 1, usage: 0.6, rate: 2_000) == [.confine])
+        // Slower on one CPU (another program holds it): back to all of them.
+        #expect(Self.windows(&policy, 2, usage: 0.6, rate: 1_000) == [.stay, .spread])
+        // Not tried again for 5 s: nine windows of half a second, then the tenth.
+        #expect(Self.windows(&policy, 9, usage: 0.6, rate: 2_000).allSatisfy { $0 == .stay })
+        #expect(Self.windows(&policy, 1, usage: 0.6, rate: 2_000) == [.confine])
+        // Slower again: now 10 s.
+        #expect(Self.windows(&policy, 2, usage: 0.6, rate: 1_000) == [.stay, .spread])
+        #expect(Self.windows(&policy, 19, usage: 0.6, rate: 2_000).allSatisfy { $0 == .stay })
+        #expect(Self.windows(&policy, 1, usage: 0.6, rate: 2_000) == [.confine])
+        // A trial that keeps the rate brings the wait back to 5 s for the next time the run spreads.
+        #expect(Self.windows(&policy, 2, usage: 0.6, rate: 2_000) == [.stay, .stay])
+        #expect(Self.windows(&policy, 1, usage: 0.6, rate: 1_000) == [.spread])
+        #expect(Self.windows(&policy, 9, usage: 0.6, rate: 2_000).allSatisfy { $0 == .stay })
+        #expect(Self.windows(&policy, 1, usage: 0.6, rate: 2_000) == [.confine])
+    }
+
+    @Test func aWindowNeedsHalfASecondAndSixtyFourItems() {
+        var policy = CorePolicy()
+        // Large files: few items end in a window; it grows until enough have.
+        for _ in 0..<10 { #expect(policy.record(seconds: 0.5, cpuSeconds: 0.1, items: 6) == .stay) }
+        #expect(policy.record(seconds: 0.5, cpuSeconds: 0.1, items: 6) == .confine)
+        // Short looks add up to a window.
+        var quick = CorePolicy()
+        #expect(quick.record(seconds: 0.25, cpuSeconds: 0.1, items: 100) == .stay)
+        #expect(quick.record(seconds: 0.25, cpuSeconds: 0.1, items: 100) == .confine)
+    }
+
+    /// The whole process moves: a `mediafetch run` served slowly (a small share of one CPU) ends up with every thread
+    /// on one CPU. Needs a machine with two CPUs or more.
+    @Test(.enabled(if: ProcessInfo.processInfo.activeProcessorCount > 1, "one CPU: nothing to keep to"))
+    func aSlowRunHasEveryThreadOnOneCPU() async throws {
+        let server = try MockCatalogServer()
+        defer { server.stop() }
+        let scratch = try CommandRunner.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: scratch) }
+        // 200 answers a second: long enough to be watched, far under one CPU's work.
+        server.setFaultHook { _ in .delay(seconds: 0.02) }
+        var lines: [String] = []
+        for index in 0..<4_000 {
+            server.addFile(path: "/slow/\(index).bin", size: 100, seed: UInt64(index))
+            lines.append(server.url(path: "/slow/\(index).bin").absoluteString)
+        }
+        try Data((lines.joined(separator: "\n") + "\n").utf8).write(to: scratch.appendingPathComponent("list.txt"))
+        try Data(
+            """
+            source: {use: urls, file: list.txt}
+            transport: {use: curl, concurrency: 4}
+            sink: {use: directory, path: out, sync: false}
+            """.utf8
+        ).write(to: scratch.appendingPathComponent("slow.yaml"))
+        let child = try CommandRunner.start(["run", "slow.yaml", "--quiet"], in: scratch)
+        let tasks = "/proc/\(child.process.processIdentifier)/task"
+        // Every thread's CPUs, as the kernel lists them ("0-1", "1").
+        let allowed = { () -> Set<String> in
+            let ids = (try? FileManager.default.contentsOfDirectory(atPath: tasks)) ?? []
+            return Set(
+                ids.compactMap { id in
+                    (try? String(contentsOfFile: "\(tasks)/\(id)/status", encoding: .utf8))?
+                        .split(separator: "\n").first { $0.hasPrefix("Cpus_allowed_list:") }?
+                        .split(separator: "\t").last.map(String.init)
+                })
+        }
+        let onOneCPU = { Self.oneCPU(allowed()) }
+        await yield(until: { onOneCPU() || !child.process.isRunning }, atMost: .seconds(20))
+        let during = allowed()
+        let running = child.process.isRunning
+        child.process.terminate()
+        _ = try await child.wait()
+        #expect(running, "the run ended before its threads were kept to one CPU")
+        #expect(Self.oneCPU(during), "the threads' CPUs: \(during)")
+    }
+
+    /// Whether the threads' CPU lists are one, naming one CPU alone ("1", not "0-1" or "0,2").
+    static func oneCPU(_ lists: Set<String>) -> Bool {
+        lists.count == 1 && lists.first.map { !$0.contains("-") && !$0.contains(",") } == true
+    }
+
+    @Test func coresTakesAutoOrAll() async throws {
+        let outcome = try await CommandRunner.run(["run", "config/demo.yaml", "--cores", "some"])
+        #expect(outcome.status == 2)
+        #expect(outcome.stderr.contains("--cores takes auto or all, not `some`"))
+    }
+}
