@@ -46,7 +46,8 @@ static inline long mf_filesystem_type(int fd) {
     return fstatfs(fd, &info) == 0 ? (long)info.f_type : 0;
 }
 
-// glibc's own prototypes (sched.h, _GNU_SOURCE only), with the CPU set as a plain mask of 1,024 bits.
+// glibc's functions (sched.h declares them with _GNU_SOURCE only), declared here with a plain mask of 1,024 bits
+// where sched.h has cpu_set_t (the same bytes) and int for pid_t: this header must not meet sched.h's GNU part.
 extern int sched_getaffinity(int pid, unsigned long size, unsigned long *mask);
 extern int sched_setaffinity(int pid, unsigned long size, const unsigned long *mask);
 extern int sched_getcpu(void);

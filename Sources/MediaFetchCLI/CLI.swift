@@ -16,7 +16,11 @@ public enum CLI {
     }
 
     static let commands: [(name: String, summary: String)] = [
-        ("run", "run CONFIG [--set KEY=VALUE]... [--refetch] [--quiet] [--json]: run a pipeline (resumes)"),
+        (
+            "run",
+            "run CONFIG [--set KEY=VALUE]... [--refetch] [--quiet] [--json] [--cores auto|all]: run a pipeline "
+                + "(resumes)"
+        ),
         (
             "search",
             "search TERM [--media M] [--entity E] [--country CC] [--limit N] [--endpoint URL] [--json]: "

@@ -1,59 +1,73 @@
 import CLinux
 import Foundation
 import MediaFetchCore
-import Synchronization
 
 /// When a run keeps to one CPU (``CoreBudget``), decided window by window from the CPU time the process used and the
-/// items that ended.
+/// files it stored.
 ///
-/// A run that uses less than one CPU gains nothing from the others, and spread over them it wakes its threads on
-/// every core, taking turns from whatever else runs there. When that is the server, on the same machine, a server
-/// whose threads share one interpreter lock loses most: Python's `http.server` served 20,000 files of 10 KB to a
-/// run spread over both cores of a two-core machine in 8.5-9.4 s, and in 6.7-7.4 s to the same run kept to one core
-/// (the server's own CPU time fell from 8.2-8.9 s to 6.4-7.1 s). So a run that used under ``confineBelow`` CPUs in a
-/// window tries one CPU, keeps it while it finishes items as fast as before (at least ``keepAtLeast`` of the rate
-/// spread) and needs no more than ``spreadAbove`` CPUs, and spreads again otherwise. A trial that did worse is not
-/// tried again for ``retryAfter`` seconds, twice that after the next, up to ``longestWait``.
+/// A run that uses under ``confineBelow`` of one CPU gains nothing from the others, and spread over them it wakes its
+/// threads on every core, taking turns from whatever else runs there. When that is the server, on the same machine, a
+/// server whose threads share one interpreter lock loses most: Python's `http.server` served 20,000 files of 10 KB to
+/// a run spread over both cores of a two-core machine in 8.3-10.3 s, and in 6.8-7.4 s to the same run kept to one
+/// core; its own CPU time fell by a fifth (Benchmarks/README).
+///
+/// So a spread run that used under ``confineBelow`` CPUs in a window tries one CPU, and keeps it while it stores files
+/// at least ``keepAtLeast`` as fast as it did spread and needs no more than ``spreadAbove`` of that CPU. Otherwise it
+/// spreads again, and tries again after ``retryAfter`` seconds, twice as long after each time in a row it had to
+/// spread, up to ``longestWait``. Every ``measureAgain`` seconds on one CPU it spreads for one window, to measure
+/// the rate it compares with again (the server or the network may have changed).
 struct CorePolicy {
-    /// What to do after a window.
+    /// What to do after a look.
     enum Decision: Equatable {
         case stay
         case confine
         case spread
     }
 
-    /// A window is judged once it lasted this long and this many items ended in it.
-    var windowSeconds = 0.5
-    var windowItems = 64
-    /// A run spread over the CPUs tries one when it used fewer than this many in a window.
-    var confineBelow = 0.75
-    /// A run kept to one CPU spreads again when it used more than this much of it in a window: it needs more.
-    var spreadAbove = 0.9
-    /// A run kept to one CPU spreads again when it finishes items slower than this share of the rate it had spread.
-    var keepAtLeast = 0.95
-    /// Seconds after a failed trial before the next, doubling each time up to ``longestWait``.
-    var retryAfter = 5.0
-    var longestWait = 80.0
+    /// A window is judged once it lasted ``windowSeconds`` and ``windowItems`` files were stored in it, or once it
+    /// lasted ``longestWindow`` (large files): then on its CPU time alone, as there is no rate to compare.
+    let windowSeconds = 0.5
+    let windowItems = 64
+    let longestWindow = 5.0
+    /// A spread run tries one CPU when it used less than this many in a window.
+    let confineBelow = 0.75
+    /// A run on one CPU spreads again when it used more than this much of it in a window: it needs more.
+    let spreadAbove = 0.9
+    /// A run on one CPU spreads again when it stores files slower than this share of the rate it had spread.
+    let keepAtLeast = 0.95
+    /// Seconds after spreading again before the next try, doubled for each spread in a row, up to ``longestWait``.
+    let retryAfter = 5.0
+    let longestWait = 80.0
+    /// Seconds on one CPU after which the run spreads for one window to measure the rate to compare with again.
+    let measureAgain = 60.0
 
     /// Whether the run is kept to one CPU.
     private(set) var confined = false
+    /// Whether a file was stored yet: windows start with the first (not with the ledger's opening or the source's
+    /// first page), so that the rate a trial is held to is a working run's.
+    private var begun = false
+    /// What the window being filled has seen so far.
     private var window = (seconds: 0.0, cpuSeconds: 0.0, items: 0)
-    /// Items a second in the last window spread over the CPUs.
+    /// Files a second in the last window judged while spread.
     private var spreadRate = 0.0
-    /// Kept to one CPU, and no window judged since.
-    private var onTrial = false
-    /// The first window after a change is skipped: the threads were moving.
+    /// The first look after a change is not counted: the threads are moving.
     private var settling = false
+    /// Seconds before a spread run may try one CPU again.
     private var waitLeft = 0.0
-    private var wait: Double
+    /// Times in a row the run had to spread again (reset by a ``measureAgain`` period on one CPU).
+    private var spreadsInARow = 0
+    /// Seconds on one CPU since the last measure.
+    private var confinedFor = 0.0
+    /// Spread only to measure the rate again: the next window may confine at once.
+    private var measuring = false
 
-    init() {
-        wait = retryAfter
-    }
-
-    /// Counts `seconds` of wall time in which the process used `cpuSeconds` and `items` ended.
+    /// Counts one look: `seconds` of wall time in which the process used `cpuSeconds` and stored `items` files.
     mutating func record(seconds: Double, cpuSeconds: Double, items: Int) -> Decision {
         waitLeft = max(0, waitLeft - seconds)
+        if !begun {
+            guard items > 0 else { return .stay }
+            begun = true
+        }
         if settling {
             settling = false
             return .stay
@@ -61,52 +75,75 @@ struct CorePolicy {
         window.seconds += seconds
         window.cpuSeconds += cpuSeconds
         window.items += items
-        guard window.seconds >= windowSeconds, window.items >= windowItems else { return .stay }
+        let counted = window.items >= windowItems
+        guard window.seconds >= windowSeconds, counted || window.seconds >= longestWindow else { return .stay }
         let usage = window.cpuSeconds / window.seconds
-        let rate = Double(window.items) / window.seconds
+        let rate = counted ? Double(window.items) / window.seconds : nil
+        let length = window.seconds
         window = (0, 0, 0)
         if !confined {
+            // Without a rate there is nothing to hold a trial to: a run of large files stays spread.
+            guard let rate else { return .stay }
             spreadRate = rate
-            guard usage < confineBelow, waitLeft == 0 else { return .stay }
+            let measured = measuring
+            measuring = false
+            guard usage < confineBelow, measured || waitLeft == 0 else { return .stay }
             confined = true
-            onTrial = true
             settling = true
+            confinedFor = 0
             return .confine
         }
-        let trial = onTrial
-        onTrial = false
-        guard usage > spreadAbove || rate < spreadRate * keepAtLeast else {
-            if trial { wait = retryAfter }
-            return .stay
+        confinedFor += length
+        if usage > spreadAbove || rate.map({ $0 < spreadRate * keepAtLeast }) == true {
+            spreadsInARow += 1
+            waitLeft = min(longestWait, retryAfter * Double(1 << min(spreadsInARow - 1, 16)))
+            return spread()
         }
+        if confinedFor >= measureAgain {
+            spreadsInARow = 0
+            measuring = true
+            return spread()
+        }
+        return .stay
+    }
+
+    private mutating func spread() -> Decision {
         confined = false
         settling = true
-        waitLeft = wait
-        if trial { wait = min(longestWait, wait * 2) }
         return .spread
     }
 }
 
 /// Keeps a run's threads on one CPU while that serves it as well as all of them (``CorePolicy``); Linux only, and
-/// only within the CPUs the process was given (`taskset`, a container's share). For the command line's `run`, never
-/// for a library: it moves every thread of the process.
+/// only within the CPUs the process was given (`taskset`, a cpuset). For the command line's `run`, never for a
+/// library: it moves every thread of the process, and the processes they start inherit the one CPU.
 final class CoreBudget: Sendable {
     private struct State {
         var stopped = false
+        /// The watcher gave the CPUs back and ended.
+        var ended = false
+        /// Files stored since the last look.
         var items = 0
     }
 
     /// The CPUs the process was started with (MF_CPU_MASK_WORDS words).
     private let allowed: [UInt]
-    private let state = Mutex(State())
+    private let condition = NSCondition()
+    private nonisolated(unsafe) var state = State()
     /// Seconds between two looks.
     private static let tick = 0.25
+    /// Looks after spreading again on which every thread is given the CPUs again (threads started while the process
+    /// moved may have missed it).
+    private static let lingeringLooks = 4
 
-    /// Starts watching the process, unless it was given one CPU only.
+    /// Starts watching the process, unless it was given one CPU only or cannot move its threads (no `/proc`, or
+    /// affinity refused, as in some sandboxes).
     init?() {
         var mask = [UInt](repeating: 0, count: Int(MF_CPU_MASK_WORDS))
         guard mask.withUnsafeMutableBufferPointer({ mf_get_affinity(0, $0.baseAddress) }) == 0,
-            mask.reduce(0, { $0 + $1.nonzeroBitCount }) > 1
+            mask.reduce(0, { $0 + $1.nonzeroBitCount }) > 1,
+            mask.withUnsafeBufferPointer({ mf_set_affinity(0, $0.baseAddress) }) == 0,
+            Self.threads() != nil
         else { return nil }
         allowed = mask
         let thread = Thread { [self] in watch() }
@@ -114,30 +151,39 @@ final class CoreBudget: Sendable {
         thread.start()
     }
 
-    /// Counts the items that end (stored, failed, skipped or found stored).
+    /// Counts the files stored (other outcomes come in bursts that cost next to nothing: a rate of them says little).
     func note(_ event: PipelineEvent) {
-        switch event {
-        case .stored, .failed, .skipped, .alreadyStored: state.withLock { $0.items += 1 }
-        default: break
-        }
+        guard case .stored = event else { return }
+        locked { $0.items += 1 }
     }
 
-    /// Ends the watch; the process gets every CPU it was given back.
+    /// Ends the watch, and returns once every thread has the CPUs the process was given back.
     func stop() {
-        state.withLock { $0.stopped = true }
+        condition.lock()
+        state.stopped = true
+        condition.broadcast()
+        while !state.ended { condition.wait() }
+        condition.unlock()
+    }
+
+    private func locked<T>(_ body: (inout State) -> T) -> T {
+        condition.lock()
+        defer { condition.unlock() }
+        return body(&state)
     }
 
     private func watch() {
         var policy = CorePolicy()
         var confinedTo: [UInt]?
+        var lingering = 0
         var last = (clock: ContinuousClock.now, cpu: Self.processCPUSeconds())
-        while true {
-            Thread.sleep(forTimeInterval: Self.tick)
-            let (stopped, items) = state.withLock { state in
-                defer { state.items = 0 }
-                return (state.stopped, state.items)
-            }
-            if stopped { break }
+        watching: while true {
+            condition.lock()
+            if !state.stopped { _ = condition.wait(until: Date(timeIntervalSinceNow: Self.tick)) }
+            let (stopped, items) = (state.stopped, state.items)
+            state.items = 0
+            condition.unlock()
+            if stopped { break watching }
             let now = (clock: ContinuousClock.now, cpu: Self.processCPUSeconds())
             let elapsed = now.clock - last.clock
             let seconds = Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
@@ -146,37 +192,53 @@ final class CoreBudget: Sendable {
             switch decision {
             case .confine:
                 let mask = oneCPU()
+                // The watcher moves itself first: if that is refused, nothing would move, and it stops watching.
+                guard mask.withUnsafeBufferPointer({ mf_set_affinity(0, $0.baseAddress) }) == 0 else {
+                    break watching
+                }
                 confinedTo = mask
                 Self.apply(mask)
             case .spread:
                 confinedTo = nil
+                lingering = Self.lingeringLooks
                 Self.apply(allowed)
             case .stay:
-                // Threads started since (their parent's CPUs are theirs) or missed while they started.
-                if let confinedTo { Self.apply(confinedTo) }
+                // Threads started since, or while the process moved (a thread inherits its parent's CPUs).
+                if let confinedTo {
+                    Self.apply(confinedTo)
+                } else if lingering > 0 {
+                    lingering -= 1
+                    Self.apply(allowed)
+                }
             }
         }
-        if confinedTo != nil { Self.apply(allowed) }
+        if confinedTo != nil || lingering > 0 { Self.apply(allowed) }
+        locked { $0.ended = true }
+        condition.broadcast()
     }
 
-    /// The CPU this thread runs on, if the process may use it, else the first it may.
+    /// The CPU this thread runs on, if the process may use it; else the last it may (the first, often CPU 0, takes
+    /// most of the machine's interrupts).
     private func oneCPU() -> [UInt] {
         let bits = UInt.bitWidth
-        let here = Int(sched_getcpu())
         let allows = { (cpu: Int) in
             cpu >= 0 && cpu / bits < self.allowed.count && self.allowed[cpu / bits] & (1 << UInt(cpu % bits)) != 0
         }
-        let cpu = allows(here) ? here : (0..<(allowed.count * bits)).first(where: allows) ?? 0
+        let here = Int(sched_getcpu())
+        let cpu = allows(here) ? here : (0..<(allowed.count * bits)).last(where: allows) ?? 0
         var mask = [UInt](repeating: 0, count: allowed.count)
         mask[cpu / bits] = 1 << UInt(cpu % bits)
         return mask
     }
 
+    /// The ids of the process's threads, or nil without `/proc`.
+    private static func threads() -> [Int32]? {
+        (try? FileManager.default.contentsOfDirectory(atPath: "/proc/self/task"))?.compactMap { Int32($0) }
+    }
+
     /// Sets the CPUs of every thread of the process (a thread that ended meanwhile is passed over).
-    static func apply(_ mask: [UInt]) {
-        guard let tasks = try? FileManager.default.contentsOfDirectory(atPath: "/proc/self/task") else { return }
-        for task in tasks {
-            guard let id = Int32(task) else { continue }
+    private static func apply(_ mask: [UInt]) {
+        for id in threads() ?? [] {
             _ = mask.withUnsafeBufferPointer { mf_set_affinity(id, $0.baseAddress) }
         }
     }

@@ -18,10 +18,10 @@ enum RunCommand {
           --json            print the summary as JSON on stdout
           --worker ID       with a shared ledger (ledger: postgresql://...), this worker's id in the run
                             named by name: (default host:pid); the same id coming back resumes its partial files
-          --cores auto|all  auto (the default): a run that needs less than one CPU keeps its threads on one
-                            while it finishes items as fast there, leaving the others to the rest of the machine
-                            (a server on the same machine above all); all: every CPU the process was given,
-                            as with an exec source or sink (their processes would be kept to that CPU too)
+          --cores auto|all  auto (the default): a run that uses under three quarters of one CPU keeps its
+                            threads on one while it stores files as fast there, leaving the others to the rest
+                            of the machine (a server on the same machine above all); all: every CPU the process
+                            was given, as with an exec source or sink (their processes would inherit the one)
 
         Progress goes to stderr; the summary and the failures to stdout.
         Exit codes: 0 all stored, 1 some items failed, 2 usage or config error, 3 the source failed,
