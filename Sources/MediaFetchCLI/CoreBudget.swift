@@ -8,14 +8,14 @@ import MediaFetchCore
 /// A run that uses under ``confineBelow`` of one CPU gains nothing from the others, and spread over them it wakes its
 /// threads on every core, taking turns from whatever else runs there. When that is the server, on the same machine, a
 /// server whose threads share one interpreter lock loses most: Python's `http.server` served 20,000 files of 10 KB to
-/// a run spread over both cores of a two-core machine in 8.3-10.3 s, and in 6.8-7.4 s to the same run kept to one
+/// a run spread over both cores of a two-core machine in 8.84-9.41 s, and in 6.74-7.34 s to the same run kept to one
 /// core; its own CPU time fell by a fifth (Benchmarks/README).
 ///
 /// So a spread run that used under ``confineBelow`` CPUs in a window tries one CPU, and keeps it while it stores files
-/// at least ``keepAtLeast`` as fast as it did spread and needs no more than ``spreadAbove`` of that CPU. Otherwise it
-/// spreads again, and tries again after ``retryAfter`` seconds, twice as long after each time in a row it had to
-/// spread, up to ``longestWait``. Every ``measureAgain`` seconds on one CPU it spreads for one window, to measure
-/// the rate it compares with again (the server or the network may have changed).
+/// at least ``keepAtLeast`` as fast as it did spread (two slower windows in a row end that) and needs no more than
+/// ``spreadAbove`` of that CPU. Otherwise it spreads again, and tries again after ``retryAfter`` seconds, twice as long
+/// after each time in a row it had to spread, up to ``longestWait``. Every ``measureAgain`` seconds on one CPU it
+/// spreads for one window, to measure the rate it compares with again (the server or the network may have changed).
 struct CorePolicy {
     /// What to do after a look.
     enum Decision: Equatable {
@@ -25,7 +25,8 @@ struct CorePolicy {
     }
 
     /// A window is judged once it lasted ``windowSeconds`` and ``windowItems`` files were stored in it, or once it
-    /// lasted ``longestWindow`` (large files): then on its CPU time alone, as there is no rate to compare.
+    /// lasted ``longestWindow`` (large files, or a run slowed down): kept to one CPU, the run is then judged on that
+    /// window as on any; spread, it stays spread, as a rate of so few files is no rate to hold a trial to.
     let windowSeconds = 0.5
     let windowItems = 64
     let longestWindow = 5.0
@@ -56,10 +57,10 @@ struct CorePolicy {
     private var waitLeft = 0.0
     /// Times in a row the run had to spread again (reset by a ``measureAgain`` period on one CPU).
     private var spreadsInARow = 0
+    /// Windows in a row on one CPU slower than ``keepAtLeast`` of the spread rate (one alone may be noise).
+    private var slowWindows = 0
     /// Seconds on one CPU since the last measure.
     private var confinedFor = 0.0
-    /// Spread only to measure the rate again: the next window may confine at once.
-    private var measuring = false
 
     /// Counts one look: `seconds` of wall time in which the process used `cpuSeconds` and stored `items` files.
     mutating func record(seconds: Double, cpuSeconds: Double, items: Int) -> Decision {
@@ -72,36 +73,42 @@ struct CorePolicy {
             settling = false
             return .stay
         }
+        // A pause while spread (the source's next page, a slow answer) would lower the rate a trial is held to: the
+        // window starts again after it.
+        if !confined && items == 0 {
+            window = (0, 0, 0)
+            return .stay
+        }
         window.seconds += seconds
         window.cpuSeconds += cpuSeconds
         window.items += items
         let counted = window.items >= windowItems
         guard window.seconds >= windowSeconds, counted || window.seconds >= longestWindow else { return .stay }
         let usage = window.cpuSeconds / window.seconds
-        let rate = counted ? Double(window.items) / window.seconds : nil
+        let rate = Double(window.items) / window.seconds
         let length = window.seconds
         window = (0, 0, 0)
         if !confined {
-            // Without a rate there is nothing to hold a trial to: a run of large files stays spread.
-            guard let rate else { return .stay }
+            // Too few files for a rate: nothing to hold a trial to, so a run of large files stays spread.
+            guard counted else { return .stay }
             spreadRate = rate
-            let measured = measuring
-            measuring = false
-            guard usage < confineBelow, measured || waitLeft == 0 else { return .stay }
+            guard usage < confineBelow, waitLeft == 0 else { return .stay }
             confined = true
             settling = true
             confinedFor = 0
+            slowWindows = 0
             return .confine
         }
         confinedFor += length
-        if usage > spreadAbove || rate.map({ $0 < spreadRate * keepAtLeast }) == true {
+        slowWindows = rate < spreadRate * keepAtLeast ? slowWindows + 1 : 0
+        if usage > spreadAbove || slowWindows >= 2 {
             spreadsInARow += 1
             waitLeft = min(longestWait, retryAfter * Double(1 << min(spreadsInARow - 1, 16)))
             return spread()
         }
         if confinedFor >= measureAgain {
+            // The next window spread measures the rate again; nothing holds the run back from one CPU after it.
             spreadsInARow = 0
-            measuring = true
             return spread()
         }
         return .stay
@@ -119,6 +126,8 @@ struct CorePolicy {
 /// library: it moves every thread of the process, and the processes they start inherit the one CPU.
 final class CoreBudget: Sendable {
     private struct State {
+        /// The watcher's thread runs (a thread Foundation could not start never does).
+        var started = false
         var stopped = false
         /// The watcher gave the CPUs back and ended.
         var ended = false
@@ -157,12 +166,13 @@ final class CoreBudget: Sendable {
         locked { $0.items += 1 }
     }
 
-    /// Ends the watch, and returns once every thread has the CPUs the process was given back.
+    /// Ends the watch, and returns once the watcher has given the threads the CPUs the process was given back (a
+    /// thread started during that last pass by one still on the one CPU keeps it: the process ends soon after).
     func stop() {
         condition.lock()
         state.stopped = true
         condition.broadcast()
-        while !state.ended { condition.wait() }
+        while state.started && !state.ended { condition.wait() }
         condition.unlock()
     }
 
@@ -173,6 +183,7 @@ final class CoreBudget: Sendable {
     }
 
     private func watch() {
+        locked { $0.started = true }
         var policy = CorePolicy()
         var confinedTo: [UInt]?
         var lingering = 0
