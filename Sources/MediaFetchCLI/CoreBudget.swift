@@ -124,6 +124,9 @@ struct CorePolicy {
 /// Keeps a run's threads on one CPU while that serves it as well as all of them (``CorePolicy``); Linux only, and
 /// only within the CPUs the process was given (`taskset`, a cpuset). For the command line's `run`, never for a
 /// library: it moves every thread of the process, and the processes they start inherit the one CPU.
+///
+/// `Sendable`: ``state`` is read and written under ``condition``'s lock only; the rest is immutable, and the policy
+/// lives on the watcher's thread.
 final class CoreBudget: Sendable {
     private struct State {
         /// The watcher's thread runs (a thread Foundation could not start never does).
