@@ -97,16 +97,11 @@ final class CurlEngine: @unchecked Sendable {
             try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Void, any Error>) in
                 transfer.continuation = continuation
                 transfer.engine = self
-                let refused: TransportError?? = send { inbox in
-                    guard !inbox.stopping else { return .some(inbox.stopReason) }
-                    // A cancel that came first (onCancel runs first when the task was cancelled already) has marked
-                    // the transfer `cancelled`: the engine ends it when it gets this.
-                    inbox.commands.append(.add(transfer))
-                    return .none
-                }
-                if case .some(let reason) = refused {
+                // A cancel that came first (onCancel runs first when the task was cancelled already) has marked the
+                // transfer `cancelled`: the engine ends it when it gets this.
+                if let refusal = hand(.add(transfer), transfer) {
                     transfer.continuation = nil
-                    continuation.resume(throwing: Self.refusal(reason, for: transfer))
+                    continuation.resume(throwing: refusal)
                 }
             }
         } onCancel: {
@@ -119,9 +114,14 @@ final class CurlEngine: @unchecked Sendable {
     /// - Returns: nil when the engine took it; the error it ends with when the engine stopped (it is then the
     ///   caller's to end).
     func admit(_ transfer: CurlTransfer) -> TransportError? {
+        hand(.admit(transfer), transfer)
+    }
+
+    /// Leaves `command` for `transfer` in the inbox: nil; or, when the engine stopped, the error the transfer ends with.
+    private func hand(_ command: Command, _ transfer: CurlTransfer) -> TransportError? {
         let refused: TransportError?? = send { inbox in
             guard !inbox.stopping else { return .some(inbox.stopReason) }
-            inbox.commands.append(.admit(transfer))
+            inbox.commands.append(command)
             return .none
         }
         guard case .some(let reason) = refused else { return nil }
