@@ -199,9 +199,8 @@ final class CoreBudget: Sendable {
             condition.unlock()
             if stopped { break watching }
             let now = (clock: ContinuousClock.now, cpu: Self.processCPUSeconds())
-            let elapsed = now.clock - last.clock
-            let seconds = Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
-            let decision = policy.record(seconds: seconds, cpuSeconds: now.cpu - last.cpu, items: items)
+            let decision = policy.record(
+                seconds: (now.clock - last.clock).seconds, cpuSeconds: now.cpu - last.cpu, items: items)
             last = now
             switch decision {
             case .confine:
