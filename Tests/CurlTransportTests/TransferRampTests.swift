@@ -45,8 +45,7 @@ struct TransferRampTests {
     @Test func anAnswerMakesRoomAndAKeptConnectionEndsTheRamp() throws {
         let ramps = TransferRamps()
         let server = TransferRamps.originKey("http://127.0.0.1:1/")
-        var tickets: [RampTicket] = []
-        for _ in 0..<4 { tickets.append(try place(in: ramps, server)) }
+        var tickets = try fill(ramps, server)
         #expect(ramps.counts(server) == (waiting: 0, unanswered: 4))
         // The fifth waits, and takes the place of the first answered.
         let fifth = LineWaiter()
@@ -96,8 +95,7 @@ struct TransferRampTests {
     @Test func waitersGoInTheOrderTheyCame() throws {
         let ramps = TransferRamps()
         let server = TransferRamps.originKey("http://127.0.0.1:1/")
-        var tickets: [RampTicket] = []
-        for _ in 0..<4 { tickets.append(try place(in: ramps, server)) }
+        let tickets = try fill(ramps, server)
         let waiters = (0..<4).map { _ in LineWaiter() }
         for waiter in waiters { #expect(ramps.enter(waiter, origin: server).waits) }
         #expect(ramps.withdraw(waiters[1], origin: server))
@@ -117,8 +115,7 @@ struct TransferRampTests {
     @Test func aRefusedPlaceGoesToTheNextInLine() throws {
         let ramps = TransferRamps()
         let server = TransferRamps.originKey("http://127.0.0.1:1/")
-        var tickets: [RampTicket] = []
-        for _ in 0..<4 { tickets.append(try place(in: ramps, server)) }
+        let tickets = try fill(ramps, server)
         let refusing = [LineWaiter(refuses: true), LineWaiter(refuses: true)]
         let taking = LineWaiter()
         for waiter in refusing + [taking] { #expect(ramps.enter(waiter, origin: server).waits) }
@@ -139,8 +136,7 @@ struct TransferRampTests {
     @Test func idleServersAreForgottenAndOnlyThey() throws {
         let ramps = TransferRamps()
         let server = TransferRamps.originKey("http://127.0.0.1:1/")
-        var tickets: [RampTicket] = []
-        for _ in 0..<4 { tickets.append(try place(in: ramps, server)) }
+        let tickets = try fill(ramps, server)
         tickets[0].answered()
         tickets[0].ended(connects: 0)
         #expect(ramps.isOver(server))
@@ -510,7 +506,7 @@ extension TransferRampTests {
         gate.open()
         let transport = try CurlTransport(.init(concurrency: 16, threads: 1))
         let origin = Self.origin(of: server)
-        let tickets = try (0..<4).map { _ in try place(in: transport.ramps, origin) }
+        let tickets = try fill(transport.ramps, origin)
         try await withTemporaryDirectory { directory in
             let hold = try EngineHold(directory: directory)
             defer { hold.stop() }
@@ -524,6 +520,11 @@ extension TransferRampTests {
         for ticket in tickets.dropFirst() { ticket.ended(connects: 1) }
         #expect(transport.ramps.counts(origin) == (waiting: 0, unanswered: 0))
         #expect(gate.arrived == 0)
+    }
+
+    /// Every place among `server`'s unanswered transfers (``TransferRamps/limit``), which must all be free.
+    func fill(_ ramps: TransferRamps, _ server: Int) throws -> [RampTicket] {
+        try (0..<TransferRamps.limit).map { _ in try place(in: ramps, server) }
     }
 
     /// The ramp's key for `server`.
