@@ -113,12 +113,7 @@ struct CoreBudgetTests {
         defer { try? FileManager.default.removeItem(at: scratch) }
         // 200 answers a second: long enough to be watched, far under one CPU's work.
         server.setFaultHook { _ in .delay(seconds: 0.02) }
-        var lines: [String] = []
-        for index in 0..<4_000 {
-            server.addFile(path: "/slow/\(index).bin", size: 100, seed: UInt64(index))
-            lines.append(server.url(path: "/slow/\(index).bin").absoluteString)
-        }
-        try Data((lines.joined(separator: "\n") + "\n").utf8).write(to: scratch.appendingPathComponent("list.txt"))
+        try Self.serveList(of: 4_000, on: server, in: scratch)
         try Data(
             """
             source: {use: urls, file: list.txt}
@@ -155,6 +150,15 @@ struct CoreBudgetTests {
         #expect(Self.oneCPU(during), "the threads' CPUs: \(during)")
     }
 
+    /// Serves `count` files of 100 bytes at `/files/N.bin` and lists their URLs in `list.txt` in `scratch`.
+    static func serveList(of count: Int, on server: MockCatalogServer, in scratch: URL) throws {
+        let lines = (0..<count).map { index in
+            server.addFile(path: "/files/\(index).bin", size: 100, seed: UInt64(index))
+            return server.url(path: "/files/\(index).bin").absoluteString
+        }
+        try Data((lines.joined(separator: "\n") + "\n").utf8).write(to: scratch.appendingPathComponent("list.txt"))
+    }
+
     /// Whether the threads' CPU lists are one, naming one CPU alone ("1", not "0-1" or "0,2").
     static func oneCPU(_ lists: Set<String>) -> Bool {
         lists.count == 1 && lists.first.map { !$0.contains("-") && !$0.contains(",") } == true
@@ -165,11 +169,7 @@ struct CoreBudgetTests {
         defer { server.stop() }
         let scratch = try CommandRunner.temporaryDirectory()
         defer { try? FileManager.default.removeItem(at: scratch) }
-        let lines = (0..<3).map { index in
-            server.addFile(path: "/few/\(index).bin", size: 100, seed: UInt64(index))
-            return server.url(path: "/few/\(index).bin").absoluteString
-        }
-        try Data((lines.joined(separator: "\n") + "\n").utf8).write(to: scratch.appendingPathComponent("list.txt"))
+        try Self.serveList(of: 3, on: server, in: scratch)
         for (mode, folder) in [("auto", "a"), ("all", "b")] {
             try Data(
                 """
