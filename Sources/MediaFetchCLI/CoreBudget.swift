@@ -14,8 +14,11 @@ import MediaFetchCore
 /// So a spread run that used under ``confineBelow`` CPUs in a window tries one CPU, and keeps it while it stores files
 /// at least ``keepAtLeast`` as fast as it did spread (two slower windows in a row end that) and needs no more than
 /// ``spreadAbove`` of that CPU. Otherwise it spreads again, and tries again after ``retryAfter`` seconds, twice as long
-/// after each time in a row it had to spread, up to ``longestWait``. Every ``measureAgain`` seconds on one CPU it
-/// spreads for one window, to measure the rate it compares with again (the server or the network may have changed).
+/// after each time in a row it had to spread, up to ``longestWait``; but when the rate it had on one CPU is at least
+/// ``keepAtLeast`` of its first window's spread, the rate it was held to was stale (a run's first window is often unlike
+/// the rest, and a server may slow down for everyone): it goes back to one CPU at once, and that try does not count.
+/// Every ``measureAgain`` seconds on one CPU it spreads for one window, to measure the rate it compares with again (the
+/// server or the network may have changed).
 struct CorePolicy {
     /// What to do after a look.
     enum Decision: Equatable {
@@ -57,8 +60,13 @@ struct CorePolicy {
     private var waitLeft = 0.0
     /// Times in a row the run had to spread again (reset by a ``measureAgain`` period on one CPU).
     private var spreadsInARow = 0
-    /// Windows in a row on one CPU slower than ``keepAtLeast`` of the spread rate (one alone may be noise).
+    /// Windows in a row on one CPU slower than ``keepAtLeast`` of the spread rate (one alone may be noise), and the
+    /// files and seconds they had.
     private var slowWindows = 0
+    private var slow = (seconds: 0.0, items: 0)
+    /// The rate on one CPU that made the run spread again, until the next window spread is judged against it: the
+    /// rate held to may be stale (the run slowed down since for a reason spreading does not help).
+    private var rateToBeat: Double?
     /// Seconds on one CPU since the last measure.
     private var confinedFor = 0.0
 
@@ -86,22 +94,40 @@ struct CorePolicy {
         guard window.seconds >= windowSeconds, counted || window.seconds >= longestWindow else { return .stay }
         let usage = window.cpuSeconds / window.seconds
         let rate = Double(window.items) / window.seconds
-        let length = window.seconds
+        let (length, stored) = (window.seconds, window.items)
         window = (0, 0, 0)
         if !confined {
             // Too few files for a rate: nothing to hold a trial to, so a run of large files stays spread.
             guard counted else { return .stay }
             spreadRate = rate
+            if let confinedRate = rateToBeat {
+                rateToBeat = nil
+                if confinedRate >= rate * keepAtLeast {
+                    // Spread, the run is no faster now than it was on one CPU: the rate it was held to was stale, and
+                    // this try does not count as one that had to spread.
+                    spreadsInARow = max(0, spreadsInARow - 1)
+                    waitLeft = 0
+                }
+            }
             guard usage < confineBelow, waitLeft == 0 else { return .stay }
             confined = true
             settling = true
             confinedFor = 0
             slowWindows = 0
+            slow = (0, 0)
             return .confine
         }
         confinedFor += length
-        slowWindows = rate < spreadRate * keepAtLeast ? slowWindows + 1 : 0
+        if rate < spreadRate * keepAtLeast {
+            slowWindows += 1
+            slow = (slow.seconds + length, slow.items + stored)
+        } else {
+            slowWindows = 0
+            slow = (0, 0)
+        }
         if usage > spreadAbove || slowWindows >= 2 {
+            // The next window spread shows whether spreading is what the run lacked.
+            rateToBeat = slowWindows >= 2 ? Double(slow.items) / slow.seconds : rate
             spreadsInARow += 1
             waitLeft = min(longestWait, retryAfter * Double(1 << min(spreadsInARow - 1, 16)))
             return spread()

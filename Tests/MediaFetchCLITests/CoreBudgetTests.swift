@@ -77,6 +77,36 @@ struct CoreBudgetTests {
         #expect(policy.record(seconds: 0.25, cpuSeconds: 0.005, items: 2) == .spread)
     }
 
+    /// The rate a run on one CPU is held to can be stale: the first window of a run is often its slowest, or the
+    /// fastest, and a server can slow down for everyone. The window after spreading again says whether spreading
+    /// helped; when it did not, the run goes back to one CPU at once, and the try is not counted as a failed one.
+    @Test func aRunNoFasterSpreadGoesBackToOneCPUAtOnce() {
+        var policy = CorePolicy()
+        #expect(Self.windows(&policy, 1, usage: 0.6, rate: 2_000) == [.confine])
+        // The run slowed down on its one CPU, to below 95% of the rate it had spread...
+        #expect(Self.windows(&policy, 3, usage: 0.5, rate: 1_800) == [.stay, .stay, .spread])
+        // ...and spread it is no faster (1,800 x 0.95 is under 1,800): one CPU again, without waiting.
+        #expect(Self.windows(&policy, 2, usage: 0.5, rate: 1_800) == [.stay, .confine])
+        // Held to that rate now. Slower on one CPU again, and this time faster spread: it stays spread, and waits
+        // 5 s as after a first failed try (not 10 s: the try before did not count).
+        #expect(Self.windows(&policy, 3, usage: 0.5, rate: 1_000) == [.stay, .stay, .spread])
+        #expect(Self.windows(&policy, 9, usage: 0.5, rate: 1_800).allSatisfy { $0 == .stay })
+        #expect(Self.windows(&policy, 1, usage: 0.5, rate: 1_800) == [.confine])
+    }
+
+    /// A run that used most of its one CPU spreads; the window after says whether it needed the others.
+    @Test func aRunThatNeededNoMoreThanOneCPUGoesBackToIt() {
+        var policy = CorePolicy()
+        #expect(Self.windows(&policy, 1, usage: 0.6, rate: 2_000) == [.confine])
+        #expect(Self.windows(&policy, 2, usage: 0.95, rate: 2_400) == [.stay, .spread])
+        // Spread, it stores no more files and needs less than 0.75 of a CPU: the high usage was a moment's.
+        #expect(Self.windows(&policy, 2, usage: 0.7, rate: 2_300) == [.stay, .confine])
+        // This time spread is faster and uses more: it stays spread.
+        #expect(Self.windows(&policy, 2, usage: 0.95, rate: 2_400) == [.stay, .spread])
+        #expect(Self.windows(&policy, 20, usage: 1.3, rate: 3_000).allSatisfy { $0 == .stay })
+        #expect(!policy.confined)
+    }
+
     /// A pause while spread (the source's next page) starts the window again, so that the rate a trial is held to is
     /// a working run's.
     @Test func aPauseWhileSpreadStartsTheWindowAgain() {
