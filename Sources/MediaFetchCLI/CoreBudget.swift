@@ -97,17 +97,17 @@ struct CorePolicy {
         let (length, stored) = (window.seconds, window.items)
         window = (0, 0, 0)
         if !confined {
+            // Only the first window after spreading again is compared with the rate on one CPU.
+            let confinedRate = rateToBeat
+            rateToBeat = nil
             // Too few files for a rate: nothing to hold a trial to, so a run of large files stays spread.
             guard counted else { return .stay }
             spreadRate = rate
-            if let confinedRate = rateToBeat {
-                rateToBeat = nil
-                if confinedRate >= rate * keepAtLeast {
-                    // Spread, the run is no faster now than it was on one CPU: the rate it was held to was stale, and
-                    // this try does not count as one that had to spread.
-                    spreadsInARow = max(0, spreadsInARow - 1)
-                    waitLeft = 0
-                }
+            if let confinedRate, confinedRate >= rate * keepAtLeast {
+                // Spread, the run is no faster now than it was on one CPU: the rate it was held to was stale, and this
+                // try does not count as one that had to spread.
+                spreadsInARow = max(0, spreadsInARow - 1)
+                waitLeft = 0
             }
             guard usage < confineBelow, waitLeft == 0 else { return .stay }
             confined = true

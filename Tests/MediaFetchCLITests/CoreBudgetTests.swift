@@ -107,6 +107,24 @@ struct CoreBudgetTests {
         #expect(!policy.confined)
     }
 
+    /// Only the first window after spreading again is compared with the rate on one CPU: when it had too few files for
+    /// a rate (large files came), a later window is not held to a rate of long ago.
+    @Test func onlyTheFirstWindowSpreadIsComparedWithTheRateOnOneCPU() {
+        var policy = CorePolicy()
+        #expect(Self.windows(&policy, 1, usage: 0.6, rate: 2_000) == [.confine])
+        #expect(Self.windows(&policy, 3, usage: 0.6, rate: 1_000) == [.stay, .stay, .spread])
+        #expect(Self.windows(&policy, 9, usage: 0.6, rate: 2_000).allSatisfy { $0 == .stay })
+        #expect(Self.windows(&policy, 1, usage: 0.6, rate: 2_000) == [.confine])
+        // Its second spread in a row: a wait of 10 s.
+        #expect(Self.windows(&policy, 2, usage: 0.95, rate: 2_000) == [.stay, .spread])
+        #expect(policy.record(seconds: 0.25, cpuSeconds: 0.05, items: 5) == .stay)
+        // Five seconds, ten files: no rate.
+        #expect(policy.record(seconds: 5, cpuSeconds: 1.5, items: 10) == .stay)
+        // As fast as on one CPU before, but that was a while ago: the wait runs out first.
+        #expect(Self.windows(&policy, 9, usage: 0.5, rate: 2_000).allSatisfy { $0 == .stay })
+        #expect(Self.windows(&policy, 1, usage: 0.5, rate: 2_000) == [.confine])
+    }
+
     /// A pause while spread (the source's next page) starts the window again, so that the rate a trial is held to is
     /// a working run's.
     @Test func aPauseWhileSpreadStartsTheWindowAgain() {
