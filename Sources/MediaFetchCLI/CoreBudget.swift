@@ -14,9 +14,15 @@ import MediaFetchCore
 /// So a spread run that used under ``confineBelow`` CPUs in a window tries one CPU, and keeps it while it stores files
 /// at least ``keepAtLeast`` as fast as it did spread (two slower windows in a row end that) and needs no more than
 /// ``spreadAbove`` of that CPU. Otherwise it spreads again, and tries again after ``retryAfter`` seconds, twice as long
-/// after each time in a row it had to spread, up to ``longestWait``; but when the rate it had on one CPU is at least
-/// ``keepAtLeast`` of its first window's spread, the rate it was held to was stale (a run's first window is often unlike
-/// the rest, and a server may slow down for everyone): it goes back to one CPU at once, and that try does not count.
+/// after each time in a row it had to spread, up to ``longestWait``.
+///
+/// The rate a run on one CPU is held to can be stale: a run's first window is often unlike the rest, and a server may
+/// slow down for everyone. So the first window after spreading again lasts twice ``windowSeconds``, and when the run
+/// stored files on one CPU (in its slow windows, or in the window it needed the whole CPU in) at least ``keepAtLeast``
+/// as fast as in that window, spreading did not help: the wait is dropped and the try is not counted as one in a row,
+/// so the run goes back to one CPU as soon as that window also used under ``confineBelow``. A run that needed the
+/// whole CPU within ``retryAfter`` seconds of moving to it needs more than one: it is not compared, and waits.
+///
 /// Every ``measureAgain`` seconds on one CPU it spreads for one window, to measure the rate it compares with again (the
 /// server or the network may have changed).
 struct CorePolicy {
@@ -29,7 +35,8 @@ struct CorePolicy {
 
     /// A window is judged once it lasted ``windowSeconds`` and ``windowItems`` files were stored in it, or once it
     /// lasted ``longestWindow`` (large files, or a run slowed down): kept to one CPU, the run is then judged on that
-    /// window as on any; spread, it stays spread, as a rate of so few files is no rate to hold a trial to.
+    /// window as on any; spread, it stays spread, as a rate of so few files is no rate to hold a trial to (nor to compare
+    /// a rate on one CPU with).
     let windowSeconds = 0.5
     let windowItems = 64
     let longestWindow = 5.0
@@ -58,14 +65,16 @@ struct CorePolicy {
     private var settling = false
     /// Seconds before a spread run may try one CPU again.
     private var waitLeft = 0.0
-    /// Times in a row the run had to spread again (reset by a ``measureAgain`` period on one CPU).
+    /// Times in a row the run had to spread again (reset by a ``measureAgain`` period on one CPU; one less when the
+    /// window after showed that spreading did not help).
     private var spreadsInARow = 0
     /// Windows in a row on one CPU slower than ``keepAtLeast`` of the spread rate (one alone may be noise), and the
     /// files and seconds they had.
     private var slowWindows = 0
     private var slow = (seconds: 0.0, items: 0)
-    /// The rate on one CPU that made the run spread again, until the next window spread is judged against it: the
-    /// rate held to may be stale (the run slowed down since for a reason spreading does not help).
+    /// The rate on one CPU before the run spread again, which the first window spread after it is compared with; nil
+    /// when there is nothing to compare (see ``CorePolicy``), and once that window is judged or a pause started it
+    /// again.
     private var rateToBeat: Double?
     /// Seconds on one CPU since the last measure.
     private var confinedFor = 0.0
@@ -85,13 +94,15 @@ struct CorePolicy {
         // window starts again after it.
         if !confined && items == 0 {
             window = (0, 0, 0)
+            rateToBeat = nil
             return .stay
         }
         window.seconds += seconds
         window.cpuSeconds += cpuSeconds
         window.items += items
         let counted = window.items >= windowItems
-        guard window.seconds >= windowSeconds, counted || window.seconds >= longestWindow else { return .stay }
+        let shortest = !confined && rateToBeat != nil ? 2 * windowSeconds : windowSeconds
+        guard window.seconds >= shortest, counted || window.seconds >= longestWindow else { return .stay }
         let usage = window.cpuSeconds / window.seconds
         let rate = Double(window.items) / window.seconds
         let (length, stored) = (window.seconds, window.items)
@@ -104,8 +115,8 @@ struct CorePolicy {
             guard counted else { return .stay }
             spreadRate = rate
             if let confinedRate, confinedRate >= rate * keepAtLeast {
-                // Spread, the run is no faster now than it was on one CPU: the rate it was held to was stale, and this
-                // try does not count as one that had to spread.
+                // Spread, the run is no faster than it was on one CPU: spreading did not help, and this try does not
+                // count as one that had to spread.
                 spreadsInARow = max(0, spreadsInARow - 1)
                 waitLeft = 0
             }
@@ -126,8 +137,13 @@ struct CorePolicy {
             slow = (0, 0)
         }
         if usage > spreadAbove || slowWindows >= 2 {
-            // The next window spread shows whether spreading is what the run lacked.
-            rateToBeat = slowWindows >= 2 ? Double(slow.items) / slow.seconds : rate
+            // The next window spread shows whether spreading is what the run lacked. Needing the whole CPU soon after
+            // moving to it is the run's own need: coming straight back would only make it spread again.
+            if usage > spreadAbove {
+                rateToBeat = confinedFor >= retryAfter ? rate : nil
+            } else {
+                rateToBeat = Double(slow.items) / slow.seconds
+            }
             spreadsInARow += 1
             waitLeft = min(longestWait, retryAfter * Double(1 << min(spreadsInARow - 1, 16)))
             return spread()
