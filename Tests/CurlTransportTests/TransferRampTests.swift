@@ -338,20 +338,8 @@ struct TransferRampTests {
     /// A download cancelled while its request waits at the server gives its place back; one cancelled while it waits
     /// in its server's line, or before it starts, takes none and sends nothing; a shutdown ends those in line too.
     @Test func cancelledAndShutDownDownloadsLeaveNoPlaceTaken() async throws {
-        let server = try MockCatalogServer()
-        defer { server.stop() }
-        _ = Self.serveSixteen(on: server, under: "held", seed: 1_200)
-        let gate = RequestGate.holdingEveryRequest(to: server)
-        let transport = try CurlTransport(.init(concurrency: 16, threads: 1))
-        let origin = Self.origin(of: server)
-        let counts = { transport.ramps.counts(origin) }
-        try await withTemporaryDirectory { directory in
-            let download: @Sendable (Int) async throws -> Void = { index in
-                let request = DownloadRequest(
-                    url: server.url(path: "/held/\(index).bin"),
-                    destination: directory.appendingPathComponent("\(index).bin"))
-                _ = try await transport.download(request) { _ in }
-            }
+        try await withGatedServer(under: "held", seed: 1_200) { gate, transport, origin, _, download in
+            let counts = { transport.ramps.counts(origin) }
             // At the server.
             let held = Task { try await download(0) }
             await yield(until: { gate.arrived == 1 })
@@ -387,31 +375,19 @@ struct TransferRampTests {
             }
             #expect(counts() == (waiting: 0, unanswered: 0))
             gate.open()
+            // The first download's request, and four more; none from the downloads cancelled before or in line.
+            #expect(gate.arrived == 5)
         }
-        // The first download's request, and four more; none from the downloads cancelled before or in line.
-        #expect(gate.arrived == 5)
     }
 
     /// An engine that stops on an error of libcurl's (here, limits its multi handle refuses) ends the downloads at the
     /// server and in line with that error, not as cancelled, refuses later ones with it, and leaves no place taken.
     @Test func anEngineStoppedByAnErrorEndsEveryDownloadWithIt() async throws {
-        let server = try MockCatalogServer()
-        defer { server.stop() }
-        _ = Self.serveSixteen(on: server, under: "stopped", seed: 1_300)
-        let gate = RequestGate.holdingEveryRequest(to: server)
-        let transport = try CurlTransport(.init(concurrency: 16, threads: 1))
-        let origin = Self.origin(of: server)
-        let counts = { transport.ramps.counts(origin) }
         let isTheError = { (error: TransportError?) in
             error?.code == .other && error?.detail?.contains("CURLMOPT_MAX_TOTAL_CONNECTIONS") == true
         }
-        try await withTemporaryDirectory { directory in
-            let download: @Sendable (Int) async throws -> Void = { index in
-                let request = DownloadRequest(
-                    url: server.url(path: "/stopped/\(index).bin"),
-                    destination: directory.appendingPathComponent("\(index).bin"))
-                _ = try await transport.download(request) { _ in }
-            }
+        try await withGatedServer(under: "stopped", seed: 1_300) { gate, transport, origin, _, download in
+            let counts = { transport.ramps.counts(origin) }
             let atServer = (0..<4).map { index in Task { try await download(index) } }
             await yield(until: { gate.arrived == 4 })
             let inLine = Task { try await download(4) }
@@ -426,9 +402,9 @@ struct TransferRampTests {
             #expect(isTheError(late), "\(String(describing: late))")
             #expect(counts() == (waiting: 0, unanswered: 0))
             gate.open()
+            await transport.shutdown()
+            #expect(gate.arrived == 4)
         }
-        await transport.shutdown()
-        #expect(gate.arrived == 4)
     }
 
     /// A download cancelled just as its place comes (the cancel, then the place, wait in its engine's inbox while the
@@ -498,28 +474,44 @@ extension TransferRampTests {
             CurlTransport, Int, [RampTicket], EngineHold, @escaping @Sendable (Int) async throws -> Void
         ) async throws -> Void
     ) async throws {
+        try await withGatedServer(under: "line", seed: 1_400) { gate, transport, origin, directory, download in
+            // Open: it only counts requests (the tickets hold the line), so that a download sent by mistake ends at
+            // once.
+            gate.open()
+            let tickets = try fill(transport.ramps, origin)
+            do {
+                let hold = try EngineHold(directory: directory)
+                defer { hold.stop() }
+                try await body(transport, origin, tickets, hold, download)
+            }
+            for ticket in tickets.dropFirst() { ticket.ended(connects: 1) }
+            #expect(transport.ramps.counts(origin) == (waiting: 0, unanswered: 0))
+            #expect(gate.arrived == 0)
+        }
+    }
+
+    /// Runs `body` with a server of sixteen files under `folder` (``serveSixteen(on:under:seed:)``) whose requests a
+    /// ``RequestGate`` holds, a transport of one engine, the server's ramp key, a temporary folder and a download of
+    /// the file of an index into that folder.
+    fileprivate func withGatedServer(
+        under folder: String, seed: UInt64,
+        _ body: (
+            RequestGate, CurlTransport, Int, URL, @escaping @Sendable (Int) async throws -> Void
+        ) async throws -> Void
+    ) async throws {
         let server = try MockCatalogServer()
         defer { server.stop() }
-        _ = Self.serveSixteen(on: server, under: "line", seed: 1_400)
-        // Open: it only counts requests (the tickets hold the line), so that a download sent by mistake ends at once.
+        _ = Self.serveSixteen(on: server, under: folder, seed: seed)
         let gate = RequestGate.holdingEveryRequest(to: server)
-        gate.open()
         let transport = try CurlTransport(.init(concurrency: 16, threads: 1))
-        let origin = Self.origin(of: server)
-        let tickets = try fill(transport.ramps, origin)
         try await withTemporaryDirectory { directory in
-            let hold = try EngineHold(directory: directory)
-            defer { hold.stop() }
-            try await body(transport, origin, tickets, hold) { index in
+            try await body(gate, transport, Self.origin(of: server), directory) { index in
                 let request = DownloadRequest(
-                    url: server.url(path: "/line/\(index).bin"),
+                    url: server.url(path: "/\(folder)/\(index).bin"),
                     destination: directory.appendingPathComponent("\(index).bin"))
                 _ = try await transport.download(request) { _ in }
             }
         }
-        for ticket in tickets.dropFirst() { ticket.ended(connects: 1) }
-        #expect(transport.ramps.counts(origin) == (waiting: 0, unanswered: 0))
-        #expect(gate.arrived == 0)
     }
 
     /// Every place among `server`'s unanswered transfers (``TransferRamps/limit``), which must all be free.
