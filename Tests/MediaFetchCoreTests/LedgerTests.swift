@@ -267,6 +267,35 @@ struct LedgerTests {
         #expect(try ledger.committedEntry(LedgerKey(source: "exec", itemID: "x", asset: .preview)) == nil)
     }
 
+    /// Item ids are told apart by their bytes, as SQLite tells them apart: two spellings of one accented id (Swift's
+    /// `==` takes them for one) are two rows, each with its own writes, in one batch as in two.
+    @Test func twoSpellingsOfOneIDAreTwoEntries() throws {
+        let ledger = try Self.ledger()
+        let precomposed = LedgerKey(source: "exec", itemID: "caf\u{E9}", asset: .preview)
+        let combining = LedgerKey(source: "exec", itemID: "cafe\u{301}", asset: .preview)
+        #expect(precomposed == combining)
+        let url = URL(string: "http://127.0.0.1/cafe.m4a")!
+        ledger.begin(precomposed, title: "One", url: url)
+        ledger.begin(combining, title: "Two", url: url)
+        ledger.responded(precomposed, validator: Validator(etag: "\"1\""), expectedBytes: 1)
+        ledger.responded(combining, validator: Validator(etag: "\"2\""), expectedBytes: 2)
+        ledger.stored(precomposed, StoredRecord(location: "one.m4a", size: 1, sha256: nil))
+        try ledger.flush()
+        let entries = try ledger.entries()
+        #expect(entries.count == 2)
+        func entry(_ key: LedgerKey) -> LedgerEntry? {
+            entries.first { $0.key.itemID.unicodeScalars.elementsEqual(key.itemID.unicodeScalars) }
+        }
+        let one = try #require(entry(precomposed))
+        let two = try #require(entry(combining))
+        #expect(one.title == "One")
+        #expect(one.status == .stored)
+        #expect(one.validator == Validator(etag: "\"1\""))
+        #expect(two.title == "Two")
+        #expect(two.status == .partial)
+        #expect(two.validator == Validator(etag: "\"2\""))
+    }
+
     /// A stored file's name, as later runs see it: taken for every item but its own, its directories with their
     /// spelling; rows from before names were kept (schema 6) hold none.
     @Test func storedNamesAreTakenForOtherItems() throws {

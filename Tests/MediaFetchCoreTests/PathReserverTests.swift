@@ -109,6 +109,26 @@ struct PathReserverTests {
         #expect(try ledger.runKey(scope: "names", key: "key-0") == nil)
     }
 
+    /// Keys are told apart by their bytes, as SQLite tells them apart: a name spelled with a precomposed letter and
+    /// the same name with a combining accent are two keys before their commit as after it (Swift's `==` takes them for
+    /// one).
+    @Test func runKeysOfTwoSpellingsOfOneNameAreTwoKeys() throws {
+        let folder = try scratchFolder("run-keys-spellings")
+        defer { try? FileManager.default.removeItem(at: folder) }
+        let ledger = try Ledger(directory: folder)
+        try ledger.resetRunKeys()
+        let precomposed = "caf\u{E9}.m4a"
+        let combining = "cafe\u{301}.m4a"
+        #expect(precomposed == combining)
+        ledger.takeRunKey(scope: "names", key: precomposed, value: "1")
+        ledger.takeRunKey(scope: "names", key: combining, value: "2")
+        #expect(try ledger.runKey(scope: "names", key: precomposed) == .some("1"))
+        #expect(try ledger.runKey(scope: "names", key: combining) == .some("2"))
+        try ledger.flush()
+        #expect(try ledger.runKey(scope: "names", key: precomposed) == .some("1"))
+        #expect(try ledger.runKey(scope: "names", key: combining) == .some("2"))
+    }
+
     /// Keys already in the table when the ledger is opened (no reset since) are found: the filter only answers for
     /// what it saw from a reset on.
     @Test func runKeysOnDiskBeforeAnyResetAreFound() throws {

@@ -28,29 +28,21 @@ struct KeyFilter: ~Copyable {
         }
     }
 
-    mutating func insert(scope: String, key: String) {
-        insert(hash: Self.hash(scope: scope, key: key))
-    }
-
-    /// False when `key` was certainly not taken in `scope`; true when it may have been, or the filter is not
-    /// complete.
-    func mayContain(scope: String, key: String) -> Bool {
-        mayContain(hash: Self.hash(scope: scope, key: key))
-    }
-
     /// False when `key` was certainly not inserted (its ``hash(_:)``) since the reset.
     func mayContain(_ key: LedgerKey) -> Bool {
         mayContain(hash: Self.hash(key))
     }
 
-    /// Inserts a ledger key by its ``hash(_:)``, which the caller may take before it takes a lock.
+    /// Inserts a key by its hash (``hash(scope:key:)`` or ``hash(_:)``), which the caller may take before it takes a
+    /// lock.
     mutating func insert(hash: UInt64) {
         guard isComplete else { return }
         let (word, bits) = Self.place(hash)
         words[word] |= bits
     }
 
-    private func mayContain(hash: UInt64) -> Bool {
+    /// False when the key of `hash` (``hash(scope:key:)`` or ``hash(_:)``) was certainly not inserted since the reset.
+    func mayContain(hash: UInt64) -> Bool {
         guard isComplete else { return true }
         let (word, bits) = Self.place(hash)
         return words[word] & bits == bits
@@ -65,7 +57,7 @@ struct KeyFilter: ~Copyable {
     }
 
     /// FNV-1a of the scope, a zero byte and the key, then mixed (the low bits pick the first bit).
-    private static func hash(scope: String, key: String) -> UInt64 {
+    static func hash(scope: String, key: String) -> UInt64 {
         mix(FNV1a.fold(key, into: FNV1a.fold(scope) &* FNV1a.prime))
     }
 

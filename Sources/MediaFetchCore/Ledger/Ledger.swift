@@ -137,15 +137,38 @@ public final class Ledger: Sendable {
     /// Writes waiting for the next batch. Its lock is held only to add or take writes, never while SQLite
     /// works: a curl engine's thread records each answer here, and must not wait for a commit.
     private struct Queue {
-        var pending: [Write] = []
+        var pending: [Queued] = []
         var lastFlush = ContinuousClock.now
         /// The run keys among `pending`, for lookups before they are committed (see ``runKey(scope:key:)``).
         var runKeys: [RunKeyID: String?] = [:]
     }
 
+    /// A queued write with its key's ``KeyFilter`` hash (its ledger key's, or its run key's), taken once when it is
+    /// queued: the batch groups writes by it, and the run keys waiting in memory are found by it.
+    private struct Queued {
+        var write: Write
+        var hash: UInt64
+    }
+
+    /// A run key in ``Queue/runKeys``, hashed by its ``KeyFilter`` hash. Hashing its two strings for the dictionary
+    /// (SipHash over every byte) was most of ``takeRunKey(scope:key:value:)``'s cost. Keys are equal when their
+    /// bytes are, as SQLite compares them.
     private struct RunKeyID: Hashable {
         var scope: String
         var key: String
+        var hash: UInt64
+
+        init(scope: String, key: String) {
+            self.scope = scope
+            self.key = key
+            hash = KeyFilter.hash(scope: scope, key: key)
+        }
+
+        static func == (a: Self, b: Self) -> Bool {
+            a.hash == b.hash && a.key.hasSameUTF8Bytes(as: b.key) && a.scope.hasSameUTF8Bytes(as: b.scope)
+        }
+
+        func hash(into hasher: inout Hasher) { hasher.combine(hash) }
     }
 
     private typealias Write = LedgerWrite
@@ -356,7 +379,7 @@ public final class Ledger: Sendable {
     public func resetRunKeys() throws {
         try database.withLock { database in
             queue.withLock { queue in
-                queue.pending.removeAll { if case .runKey = $0 { true } else { false } }
+                queue.pending.removeAll { if case .runKey = $0.write { true } else { false } }
                 queue.runKeys.removeAll()
             }
             // Without a WHERE clause SQLite empties the table in one step instead of row by row.
@@ -372,10 +395,11 @@ public final class Ledger: Sendable {
     public func runKey(scope: String, key: String) throws -> String?? {
         // A key the filter does not hold was never taken: no lock on the connection, no query. (Keys are added
         // to it before they are queued, and it is emptied under the connection's lock with the table.)
-        guard runKeyFilter.withLock({ $0.mayContain(scope: scope, key: key) }) else { return nil }
+        let id = RunKeyID(scope: scope, key: key)
+        guard runKeyFilter.withLock({ $0.mayContain(hash: id.hash) }) else { return nil }
         // The connection is held first, so no batch can be committed between the look at the queue and the query.
         return try database.withLock { database in
-            if let queued = queue.withLock({ $0.runKeys[RunKeyID(scope: scope, key: key)] }) { return .some(queued) }
+            if let queued = queue.withLock({ $0.runKeys[id] }) { return .some(queued) }
             try database.beginSharedRead()
             let rows = try database.cached("SELECT value FROM run_keys WHERE scope = ? AND key = ?")
                 .rows([.text(scope), .text(key)]) { $0.text(0) }
@@ -387,10 +411,11 @@ public final class Ledger: Sendable {
     /// and seen by ``runKey(scope:key:)`` at once. Scopes keep users apart: a sink's names
     /// (``PathReserver``) and a source's ids (``SourceContext/firstOccurrence(of:at:)``).
     public func takeRunKey(scope: String, key: String, value: String?) {
-        runKeyFilter.withLock { $0.insert(scope: scope, key: key) }
+        let id = RunKeyID(scope: scope, key: key)
+        runKeyFilter.withLock { $0.insert(hash: id.hash) }
         queue.withLock { queue in
-            queue.pending.append(.runKey(scope: scope, key: key, value: value))
-            queue.runKeys[RunKeyID(scope: scope, key: key)] = .some(value)
+            queue.pending.append(Queued(write: .runKey(scope: scope, key: key, value: value), hash: id.hash))
+            queue.runKeys[id] = .some(value)
         }
     }
 
@@ -598,21 +623,26 @@ public final class Ledger: Sendable {
     private func enqueue(_ write: Write) {
         // Into the filter before the queue: a row is never on disk before its key is in the filter. (Every write
         // of a key, not only the `begin` that makes its row: one that makes a row later must not slip past.)
+        var hash: UInt64 = 0
         if let key = write.key {
-            let hash = KeyFilter.hash(key)
+            hash = KeyFilter.hash(key)
             entryFilter.withLock { $0.keys.insert(hash: hash) }
         }
-        queue.withLock { $0.pending.append(write) }
+        queue.withLock { $0.pending.append(Queued(write: write, hash: hash)) }
     }
 
     /// Takes the queued writes and commits them in one transaction; the caller holds ``database``.
     private func commit(_ database: SQLiteDatabase) throws {
-        var writes: [Write] = []
+        var writes: [Queued] = []
         var runKeys: [RunKeyID: String?] = [:]
         queue.withLock { queue in
             queue.lastFlush = .now
             swap(&writes, &queue.pending)
             swap(&runKeys, &queue.runKeys)
+            // The next batch is likely as big: room for it now spares growing step by step (each step rehashes every
+            // key).
+            queue.pending.reserveCapacity(writes.count)
+            queue.runKeys.reserveCapacity(runKeys.count)
         }
         guard !writes.isEmpty else { return }
         do {
@@ -676,28 +706,46 @@ public final class Ledger: Sendable {
         var merges: Bool { answer != nil && (begun != nil || stored != nil) }
     }
 
-    private static func apply(_ writes: [Write], to database: SQLiteDatabase, at now: Double) throws {
-        // Each key is hashed once: its writes fold into `downloads` at the key's ordinal, and the second pass goes by
-        // ordinal. (A dictionary of folds, looked up twice in each pass, hashed each key's three strings a dozen
-        // times an item, a fifth of a batch's time.)
-        var ordinals: [LedgerKey: Int] = [:]
-        ordinals.reserveCapacity(writes.count)
+    /// A ledger key in a batch, hashed by the ``KeyFilter`` hash it was queued with; equal when its bytes are, as
+    /// SQLite compares them (two spellings of one accented id are two rows there, so they are two keys here).
+    private struct BatchKey: Hashable {
+        var key: LedgerKey
+        var hash: UInt64
+
+        static func == (a: Self, b: Self) -> Bool {
+            a.hash == b.hash && a.key.itemID.hasSameUTF8Bytes(as: b.key.itemID)
+                && a.key.asset.rawValue.hasSameUTF8Bytes(as: b.key.asset.rawValue)
+                && a.key.source.hasSameUTF8Bytes(as: b.key.source)
+        }
+
+        func hash(into hasher: inout Hasher) { hasher.combine(hash) }
+    }
+
+    private static func apply(_ queued: [Queued], to database: SQLiteDatabase, at now: Double) throws {
+        // Each write's key is found by the hash it was queued with: its writes fold into `downloads` at the key's
+        // ordinal, and the second pass goes by ordinal. (A dictionary of folds, looked up twice in each pass, hashed
+        // each key's three strings a dozen times an item, a fifth of a batch's time; hashing them once a write was
+        // still a twentieth of a first run's ledger, in callgrind counts.)
+        var ordinals: [BatchKey: Int] = [:]
+        ordinals.reserveCapacity(queued.count)
         var downloads: [Download?] = []
-        var ordinalOfWrite = [Int](repeating: -1, count: writes.count)
-        for (index, write) in writes.enumerated() {
-            guard let key = write.key else { continue }
-            if let ordinal = ordinals[key] {
-                downloads[ordinal] = downloads[ordinal]?.then(write)
+        var ordinalOfWrite = [Int](repeating: -1, count: queued.count)
+        for (index, entry) in queued.enumerated() {
+            guard let key = entry.write.key else { continue }
+            let batchKey = BatchKey(key: key, hash: entry.hash)
+            if let ordinal = ordinals[batchKey] {
+                downloads[ordinal] = downloads[ordinal]?.then(entry.write)
                 ordinalOfWrite[index] = ordinal
             } else {
-                ordinals[key] = downloads.count
+                ordinals[batchKey] = downloads.count
                 ordinalOfWrite[index] = downloads.count
-                downloads.append(Download(write))
+                downloads.append(Download(entry.write))
             }
         }
         var merged = [Bool](repeating: false, count: downloads.count)
         try database.transaction {
-            for (index, write) in writes.enumerated() {
+            for (index, entry) in queued.enumerated() {
+                let write = entry.write
                 let ordinal = ordinalOfWrite[index]
                 guard ordinal >= 0, let key = write.key, let download = downloads[ordinal], download.merges else {
                     try apply(write, to: database, at: now)
