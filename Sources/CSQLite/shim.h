@@ -1,7 +1,8 @@
 #include <sqlite3.h>
 
-/// SQLITE_TRANSIENT is a macro casting -1 to a function pointer, which Swift cannot import.
+/// SQLITE_TRANSIENT and SQLITE_STATIC are macros casting -1 and 0 to a function pointer, which Swift cannot import.
 static inline sqlite3_destructor_type csqlite_transient(void) { return SQLITE_TRANSIENT; }
+static inline sqlite3_destructor_type csqlite_static(void) { return SQLITE_STATIC; }
 
 /// sqlite3_config is variadic, which Swift cannot call. Without memory statistics SQLite's allocations take no
 /// global lock; it must run before SQLite initializes (it answers SQLITE_MISUSE after, and changes nothing).

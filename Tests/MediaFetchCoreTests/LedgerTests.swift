@@ -267,6 +267,28 @@ struct LedgerTests {
         #expect(try ledger.committedEntry(LedgerKey(source: "exec", itemID: "x", asset: .preview)) == nil)
     }
 
+    /// Texts are bound from a buffer each statement keeps and grows, which SQLite reads in place: every text of a
+    /// batch comes back whole, long ones (past the buffer's first size) and empty ones, beside short ones written after
+    /// them by the same statement.
+    @Test func textsOfEveryLengthComeBackWhole() throws {
+        let ledger = try Self.ledger()
+        let url = URL(string: "http://127.0.0.1/long.m4a")!
+        let long = String(repeating: "Lange Nacht \u{0} \u{1F3B5} ", count: 400)
+        let titles = ["", long, "short", String(long.prefix(300)), "x"]
+        let keys = titles.indices.map { LedgerKey(source: "urls", itemID: "item-\($0)", asset: .preview) }
+        for (key, title) in zip(keys, titles) {
+            ledger.begin(key, title: title, url: url)
+            ledger.failed(key, reason: title + "!", receivedBytes: 0)
+        }
+        try ledger.flush()
+        for (key, title) in zip(keys, titles) {
+            let entry = try #require(try ledger.entry(key))
+            #expect(entry.title == title)
+            #expect(entry.reason == title + "!")
+            #expect(entry.url == url.absoluteString)
+        }
+    }
+
     /// Item ids are told apart by their bytes, as SQLite tells them apart: two spellings of one accented id (Swift's
     /// `==` takes them for one) are two rows, each with its own writes, in one batch as in two.
     @Test func twoSpellingsOfOneIDAreTwoEntries() throws {
