@@ -109,6 +109,32 @@ struct PathReserverTests {
         #expect(try ledger.runKey(scope: "names", key: "key-0") == nil)
     }
 
+    /// A batch writes its run keys up to 64 to a statement (64, 32, ... 1 rows): batches of every length keep each key,
+    /// and a key taken again in the same batch keeps the value it was taken with last.
+    @Test(arguments: [1, 2, 63, 64, 65, 127, 200])
+    func runKeysOfABatchOfAnyLengthAreWrittenWithTheirLastValue(count: Int) throws {
+        let folder = try scratchFolder("run-keys-batch")
+        defer { try? FileManager.default.removeItem(at: folder) }
+        let ledger = try Ledger(directory: folder)
+        try ledger.resetRunKeys()
+        for index in 0..<count { ledger.takeRunKey(scope: "names", key: "key-\(index)", value: "first-\(index)") }
+        for index in stride(from: 0, to: count, by: 7) {
+            ledger.takeRunKey(scope: "names", key: "key-\(index)", value: "again-\(index)")
+        }
+        try ledger.flush()
+        // Read from the table itself: after the commit nothing waits in memory.
+        let database = try SQLiteDatabase(path: ledger.url.path)
+        let rows = try database.prepare("SELECT key, value FROM run_keys WHERE scope = 'names'").rows { row in
+            (row.text(0) ?? "", row.text(1) ?? "")
+        }
+        let values = Dictionary(rows, uniquingKeysWith: { first, _ in first })
+        #expect(rows.count == count)
+        for index in 0..<count {
+            #expect(values["key-\(index)"] == (index % 7 == 0 ? "again-\(index)" : "first-\(index)"))
+            #expect(try ledger.runKey(scope: "names", key: "key-\(index)") == .some(values["key-\(index)"]))
+        }
+    }
+
     /// Keys are told apart by their bytes, as SQLite tells them apart: a name spelled with a precomposed letter and
     /// the same name with a combining accent are two keys before their commit as after it (Swift's `==` takes them for
     /// one).

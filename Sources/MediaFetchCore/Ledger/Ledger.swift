@@ -744,8 +744,14 @@ public final class Ledger: Sendable {
         }
         var merged = [Bool](repeating: false, count: downloads.count)
         try database.transaction {
+            var runKeys: [SQLiteStatement.Value] = []
             for (index, entry) in queued.enumerated() {
                 let write = entry.write
+                if case .runKey(let scope, let key, let value) = write {
+                    // Run keys are rows of their own table, which no other write reads: they go in together below.
+                    runKeys += [.text(scope), .text(key), .text(value)]
+                    continue
+                }
                 let ordinal = ordinalOfWrite[index]
                 guard ordinal >= 0, let key = write.key, let download = downloads[ordinal], download.merges else {
                     try apply(write, to: database, at: now)
@@ -757,7 +763,30 @@ public final class Ledger: Sendable {
                     try apply(download, key, to: database, at: now)
                 }
             }
+            try insert(runKeys: runKeys, into: database)
         }
+    }
+
+    /// The rows of `runKeys` (scope, key and value of each, in the order they were taken) into `run_keys`, up to 64 a
+    /// statement: with a statement a row, each row also paid for a statement's start and end (two rows an item in a
+    /// first run). In the order given, so the last value taken for a key is the one that stays.
+    private static func insert(runKeys values: [SQLiteStatement.Value], into database: SQLiteDatabase) throws {
+        var start = 0
+        while start < values.count {
+            // The largest power of two of rows left, so that at most seven statements are prepared.
+            let rows = min(1 << (runKeyInserts.count - 1), (values.count - start) / 3)
+            let shape = Int.bitWidth - 1 - rows.leadingZeroBitCount
+            let end = start + (3 << shape)
+            try database.cached(runKeyInserts[shape]).run(Array(values[start..<end]))
+            start = end
+        }
+    }
+
+    /// `INSERT` statements into `run_keys` of 1, 2, 4 ... 64 rows.
+    private static let runKeyInserts: [String] = (0...6).map { shape in
+        "INSERT INTO run_keys (scope, key, value) VALUES "
+            + repeatElement("(?, ?, ?)", count: 1 << shape).joined(separator: ", ")
+            + " ON CONFLICT (scope, key) DO UPDATE SET value = excluded.value"
     }
 
     /// One statement for a download's writes (see ``Download``); each leaves the row as the writes would.
