@@ -13,8 +13,8 @@ extension String {
 
 extension String {
     /// Whether the two strings are the same bytes, as SQLite compares text (Swift's `==` also takes two spellings of
-    /// one accented letter for one), compared in place: `utf8.elementsEqual` took about 170 instructions a byte, and
-    /// `elementsEqual` over the buffers 30.
+    /// one accented letter for one), compared in place: `utf8.elementsEqual` took about 70 instructions a byte, and
+    /// `elementsEqual` over the buffers 28 (callgrind, a batch's keys).
     package func hasSameUTF8Bytes(as other: String) -> Bool {
         withUTF8Bytes { bytes in
             other.withUTF8Bytes { otherBytes in
