@@ -68,10 +68,9 @@ struct CorePolicy {
     /// Times in a row the run had to spread again (reset by a ``measureAgain`` period on one CPU; one less when the
     /// window after showed that spreading did not help).
     private var spreadsInARow = 0
-    /// Windows in a row on one CPU slower than ``keepAtLeast`` of the spread rate (one alone may be noise), and the
-    /// files and seconds they had.
-    private var slowWindows = 0
-    private var slow = (seconds: 0.0, items: 0)
+    /// Windows in a row on one CPU slower than ``keepAtLeast`` of the spread rate (one alone may be noise), with the
+    /// seconds and files they had together (windows differ in length, so the count is kept beside them).
+    private var slow = (windows: 0, seconds: 0.0, items: 0)
     /// The rate on one CPU before the run spread again, which the first window spread after it is compared with; nil
     /// when there is nothing to compare (see ``CorePolicy``), and once that window is judged or a pause started it
     /// again.
@@ -124,19 +123,16 @@ struct CorePolicy {
             confined = true
             settling = true
             confinedFor = 0
-            slowWindows = 0
-            slow = (0, 0)
+            slow = (0, 0, 0)
             return .confine
         }
         confinedFor += length
         if rate < spreadRate * keepAtLeast {
-            slowWindows += 1
-            slow = (slow.seconds + length, slow.items + stored)
+            slow = (slow.windows + 1, slow.seconds + length, slow.items + stored)
         } else {
-            slowWindows = 0
-            slow = (0, 0)
+            slow = (0, 0, 0)
         }
-        if usage > spreadAbove || slowWindows >= 2 {
+        if usage > spreadAbove || slow.windows >= 2 {
             // The next window spread shows whether spreading is what the run lacked. Needing the whole CPU soon after
             // moving to it is the run's own need: coming straight back would only make it spread again.
             if usage > spreadAbove {
