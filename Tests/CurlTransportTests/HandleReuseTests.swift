@@ -1,0 +1,73 @@
+import CurlTransport
+import Foundation
+import MediaFetchCore
+import MediaFetchTesting
+import Testing
+
+/// A finished easy handle serves the next transfer: reset for most, kept as it is for a plain download after a plain
+/// download (only its URL and timeout change). Whatever the order, a request carries nothing of the one before it.
+@Suite("CurlTransport's reused handles")
+struct HandleReuseTests {
+    /// One transfer at a time on one engine, so that each takes the handle the one before it gave back.
+    @Test func aReusedHandleCarriesNothingOfTheTransferBefore() async throws {
+        let server = try MockCatalogServer()
+        defer { server.stop() }
+        let paths = (0..<4).map { "/files/\($0).bin" }
+        for (index, path) in paths.enumerated() {
+            server.addFile(path: path, size: 40_000, seed: UInt64(index + 1))
+        }
+        let transport = try CurlTransport(.init(concurrency: 1, threads: 1))
+        try await withTemporaryDirectory { directory in
+            var count = 0
+            /// Downloads `path` whole from the start, with `headers` of its own (none: a plain download), and checks
+            /// the bytes.
+            func download(_ path: String, headers: HTTPHeaders = [:]) async throws {
+                count += 1
+                var request = DownloadRequest(
+                    url: server.url(path: path), destination: directory.appendingPathComponent("\(count).bin"))
+                request.headers = headers
+                let result = try await transport.download(request) { _ in }
+                #expect(result.status == 200)
+                #expect(try Data(contentsOf: request.destination) == Data(server.contentBytes(path: path) ?? []))
+            }
+
+            try await download(paths[0])
+            // A resume: a range and the validator to resume against.
+            let resumed = directory.appendingPathComponent("resumed.bin")
+            try Data((server.contentBytes(path: paths[0]) ?? []).prefix(1_000)).write(to: resumed)
+            let ranged = DownloadRequest(
+                url: server.url(path: paths[0]), destination: resumed, resumeFrom: 1_000,
+                validator: Validator(etag: server.etag(path: paths[0])))
+            #expect(try await transport.download(ranged) { _ in }.status == 206)
+            try await download(paths[1])
+            // A header of its own, then a HEAD and a GET that may be compressed.
+            try await download(paths[2], headers: ["X-Only-Once": "1"])
+            try await download(paths[2])
+            let head = try await transport.send(HTTPRequest(method: .head, url: server.url(path: paths[3])))
+            #expect(head.status == 200 && head.body.isEmpty)
+            try await download(paths[3])
+            _ = try await transport.send(HTTPRequest(url: server.url(path: paths[1])))
+            try await download(paths[1])
+            // A plain download cut off in its body, then another on the handle it leaves.
+            server.setFaultHook { $0.path == paths[2] ? .reset(afterBytes: 10_000) : nil }
+            await #expect(throws: TransportError.self) { try await download(paths[2]) }
+            server.setFaultHook(nil)
+            try await download(paths[3])
+        }
+        await transport.shutdown()
+
+        let requests = server.requests
+        try #require(requests.count == 11)
+        let plain = [0, 2, 4, 6, 8, 9, 10].map { requests[$0] }
+        for request in plain {
+            #expect(request.method == "GET", "\(request.target)")
+            #expect(request.headers["Range"] == nil && request.headers["If-Range"] == nil, "\(request.target)")
+            #expect(request.headers["X-Only-Once"] == nil, "\(request.target)")
+            #expect(request.headers["Accept-Encoding"] == "identity", "\(request.target)")
+        }
+        #expect(requests[1].headers["Range"] == "bytes=1000-")
+        #expect(requests[3].headers["X-Only-Once"] == "1")
+        #expect(requests[5].method == "HEAD")
+        #expect(requests[7].method == "GET" && requests[7].headers["Accept-Encoding"] != "identity")
+    }
+}
