@@ -48,6 +48,13 @@ struct HandleReuseTests {
             try await download(paths[3])
             _ = try await transport.send(HTTPRequest(url: server.url(path: paths[1])))
             try await download(paths[1])
+            // A plain download redirected elsewhere, then another from its own URL.
+            server.setFaultHook { $0.path == "/moved.bin" ? .redirect(status: 302, location: paths[3]) : nil }
+            let moved = DownloadRequest(
+                url: server.url(path: "/moved.bin"), destination: directory.appendingPathComponent("moved.bin"))
+            let redirected = try await transport.download(moved) { _ in }
+            #expect(redirected.url == server.url(path: paths[3]))
+            try await download(paths[0])
             // A plain download cut off in its body, then another on the handle it leaves.
             server.setFaultHook { $0.path == paths[2] ? .reset(afterBytes: 10_000) : nil }
             await #expect(throws: TransportError.self) { try await download(paths[2]) }
@@ -57,8 +64,8 @@ struct HandleReuseTests {
         await transport.shutdown()
 
         let requests = server.requests
-        try #require(requests.count == 11)
-        let plain = [0, 2, 4, 6, 8, 9, 10].map { requests[$0] }
+        try #require(requests.count == 14)
+        let plain = [0, 2, 4, 6, 8, 9, 10, 11, 12, 13].map { requests[$0] }
         for request in plain {
             #expect(request.method == "GET", "\(request.target)")
             #expect(request.headers["Range"] == nil && request.headers["If-Range"] == nil, "\(request.target)")
@@ -69,5 +76,6 @@ struct HandleReuseTests {
         #expect(requests[3].headers["X-Only-Once"] == "1")
         #expect(requests[5].method == "HEAD")
         #expect(requests[7].method == "GET" && requests[7].headers["Accept-Encoding"] != "identity")
+        #expect(requests.suffix(5).map(\.path) == ["/moved.bin", paths[3], paths[0], paths[2], paths[3]])
     }
 }
