@@ -34,14 +34,10 @@ final class CurlEasy {
         free(urlText)
     }
 
-    /// What the handle's options were last set for, when that lets the next transfer of the same kind keep them.
-    var setUp: CurlHandleSetup?
-
     /// Makes a finished handle new for `url` (`curl_easy_reset`: every option back to its default, the handle's
     /// allocations kept), so that a run of small files does not build and free a handle per file.
     func reuse(for url: URL) throws(TransportError) {
         curl_easy_reset(handle)
-        setUp = nil
         self.url = url
         free(urlText)
         urlText = nil
@@ -144,15 +140,6 @@ final class CurlEasy {
     /// The text ``set(url:)`` gave libcurl, while the handle is set to ``url``.
     private var urlText: UnsafeMutablePointer<CChar>?
 
-    /// Points a finished handle whose options stay (``setUp``) at `url`, with the whole `timeout` again (the engine
-    /// shortens it for a transfer that waited in its server's line).
-    func retarget(to url: URL, timeout: Int) throws(TransportError) {
-        self.url = url
-        errorBuffer[0] = 0
-        try setURL()
-        try set(CURLOPT_TIMEOUT_MS, timeout, "CURLOPT_TIMEOUT_MS")
-    }
-
     /// Sets `CURLOPT_URL` to ``url`` (libcurl copies the text; a copy is kept here for ``effectiveURL``).
     func setURL() throws(TransportError) {
         free(urlText)
@@ -186,14 +173,4 @@ final class CurlEasy {
     static func describe(_ code: CURLcode) -> String {
         String(cString: curl_easy_strerror(code))
     }
-}
-
-/// A kind of transfer whose options are the same for every transfer of it but the URL, the timeout and what
-/// ``CurlTransfer`` sets anew each time (header list, callbacks and their context), so that a handle finished with one
-/// serves the next one of the kind without `curl_easy_reset` and the twenty options after it. libcurl keeps an easy
-/// handle's options from one transfer to the next, and starts each transfer's own state afresh.
-enum CurlHandleSetup: Equatable {
-    /// A download from the start with no headers of its own (``CurlTransport``'s shared header list), with
-    /// `CURLOPT_PIPEWAIT` set or not.
-    case plainDownload(pipeWait: Bool)
 }

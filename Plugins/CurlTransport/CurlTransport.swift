@@ -251,21 +251,10 @@ public final class CurlTransport: Transport {
         progress: @escaping @Sendable (DownloadProgress) -> Void
     ) async throws -> DownloadResult {
         if let error = TransportError.checkScheme(request.url) { throw error }
-        let plain = request.resumeFrom == 0 && request.headers.count == 0 ? plainDownloadHeaders : nil
-        let setUp = CurlHandleSetup.plainDownload(pipeWait: pipeWaits(for: request.url))
-        let easy: CurlEasy
-        if plain != nil, let ready = handles.take(setUp: setUp) {
-            // Set up by the last plain download: only its URL and timeout change. 7,000 instructions a download
-            // less than a reset and every option (callgrind, 2,000 files of 10 KB).
-            try ready.retarget(to: request.url, timeout: Self.milliseconds(configuration.timeout))
-            easy = ready
-        } else {
-            easy = try makeEasy(url: request.url, timeout: nil)
-        }
+        let easy = try makeEasy(url: request.url, timeout: nil)
         let headerList: CurlHeaderList
-        if let plain {
+        if request.resumeFrom == 0 && request.headers.count == 0, let plain = plainDownloadHeaders {
             headerList = plain
-            easy.setUp = setUp
         } else {
             var headers = configuration.headers
             for (name, value) in request.headers { headers.set(name, value) }
@@ -333,17 +322,12 @@ public final class CurlTransport: Transport {
         try easy.set(
             CURLOPT_HTTP_VERSION, configuration.http2 ? CURL_HTTP_VERSION_2TLS : CURL_HTTP_VERSION_1_1,
             "CURLOPT_HTTP_VERSION")
-        if pipeWaits(for: url) {
+        if configuration.http2 && url.scheme?.lowercased() == "https" {
             // Transfers started together wait for the first handshake to learn whether they can share its
             // connection, instead of each opening one.
             try easy.set(CURLOPT_PIPEWAIT, true, "CURLOPT_PIPEWAIT")
         }
         return easy
-    }
-
-    /// Whether transfers to `url` wait for a connection they can share (HTTP/2 over https).
-    private func pipeWaits(for url: URL) -> Bool {
-        configuration.http2 && url.scheme?.lowercased() == "https"
     }
 
     /// Whole milliseconds in `duration`, rounded down (libcurl's timeouts, the engine's poll).
@@ -372,16 +356,7 @@ final class CurlHandlePool: @unchecked Sendable {
         return easy
     }
 
-    /// The handle given back last whose options are set up for `setUp` (``CurlEasy/setUp``), as they are; nil
-    /// when none is.
-    func take(setUp: CurlHandleSetup) -> CurlEasy? {
-        lock.lock()
-        defer { lock.unlock() }
-        guard let index = idle.lastIndex(where: { $0.setUp == setUp }) else { return nil }
-        return idle.remove(at: index)
-    }
-
-    /// Keeps a handle whose transfer is over for a later ``take(for:)`` or ``take(setUp:)``.
+    /// Keeps a handle whose transfer is over for a later ``take(for:)``.
     func give(_ easy: CurlEasy) {
         lock.lock()
         defer { lock.unlock() }
