@@ -95,7 +95,8 @@ struct HandleReuseTests {
         try await withTemporaryDirectory { directory in
             for index in 0..<10 {
                 let request = DownloadRequest(
-                    url: server.url(path: "/files/a.bin"), destination: directory.appendingPathComponent("\(index).bin"))
+                    url: server.url(path: "/files/a.bin"),
+                    destination: directory.appendingPathComponent("\(index).bin"))
                 let result = try await transport.download(request) { _ in }
                 #expect(result.status == 200, "download \(index + 1)")
             }
