@@ -1,7 +1,6 @@
 #include <sqlite3.h>
 
-/// SQLITE_TRANSIENT and SQLITE_STATIC are macros casting -1 and 0 to a function pointer, which Swift cannot import.
-static inline sqlite3_destructor_type csqlite_transient(void) { return SQLITE_TRANSIENT; }
+/// SQLITE_STATIC is a macro casting 0 to a function pointer, which Swift cannot import.
 static inline sqlite3_destructor_type csqlite_static(void) { return SQLITE_STATIC; }
 
 /// sqlite3_config is variadic, which Swift cannot call. Without memory statistics SQLite's allocations take no
