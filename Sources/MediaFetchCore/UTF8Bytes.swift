@@ -9,9 +9,7 @@ extension String {
         if let result = try utf8.withContiguousStorageIfAvailable(body) { return result }
         return try Array(utf8).withUnsafeBufferPointer(body)
     }
-}
 
-extension String {
     /// Whether the two strings are the same bytes, as SQLite compares text (Swift's `==` also takes two spellings of
     /// one accented letter for one), compared in place: `utf8.elementsEqual` took about 70 instructions a byte, and
     /// `elementsEqual` over the buffers 28 (callgrind, a batch's keys).

@@ -228,7 +228,7 @@ public final class Ledger: Sendable {
 
         /// Whether `source` had no entries at its first lookup; nil when it was not looked up yet.
         func hadNone(_ source: String) -> Bool? {
-            sources.first { $0.name.utf8.elementsEqual(source.utf8) }?.hadNone
+            sources.first { $0.name.hasSameUTF8Bytes(as: source) }?.hadNone
         }
 
         mutating func setHadNone(_ source: String, _ hadNone: Bool) {
@@ -452,7 +452,7 @@ public final class Ledger: Sendable {
                 .rows([.text(key)]) { row in [row.text(0) ?? "", row.text(1) ?? "", row.text(2) ?? ""] }
             let others = holders.contains { holder in
                 guard let ownerValues else { return true }
-                return !zip(holder, ownerValues).allSatisfy { $0.utf8.elementsEqual($1.utf8) }
+                return !zip(holder, ownerValues).allSatisfy { $0.hasSameUTF8Bytes(as: $1) }
             }
             if others { return TakenName(directory: nil) }
             if !holders.isEmpty {

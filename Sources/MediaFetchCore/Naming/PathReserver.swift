@@ -139,6 +139,6 @@ struct LedgerNameTable: NameTable, Sendable {
             plannedLocation = .some(entry?.status == .stored ? entry?.location : nil)
         }
         guard let location = plannedLocation ?? nil else { return false }
-        return location.utf8.elementsEqual(path.joined(separator: "/").utf8)
+        return location.hasSameUTF8Bytes(as: path.joined(separator: "/"))
     }
 }
