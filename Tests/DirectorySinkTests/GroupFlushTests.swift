@@ -177,6 +177,108 @@ struct GroupFlushTests {
         #expect(held.calls.withLock { $0 } == 1)
     }
 
+    /// Hands out turns, so that requests made by one closure can alternate.
+    final class Turns: Sendable {
+        private let count = Mutex(0)
+
+        func next() -> Int {
+            count.withLock { count in
+                defer { count += 1 }
+                return count
+            }
+        }
+    }
+
+    /// Where a syncfs commits the journal the names are in (`namesBySyncfs`), folders that wait beside a data
+    /// barrier are served by the barrier's syncfs: a cycle asks the disk to empty its cache once, not twice.
+    /// Elsewhere their folder is fsynced after it, as before.
+    @Test(arguments: [true, false])
+    func foldersBesideABarrierAreServedByItsSyncfsWhenItWritesNames(namesBySyncfs: Bool) async throws {
+        let fixture = try Fixture()
+        let held = FakeFlush(holdsFirst: true)
+        let folders = FakeFlush()
+        let group = try GroupFlush(
+            root: fixture.base, flush: { held($0) }, flushFolder: { folders($0) }, namesBySyncfs: namesBySyncfs)
+        defer { group.close() }
+        let folder = open(fixture.base.path, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
+        try #require(folder >= 0)
+        defer { close(folder) }
+        let turns = Turns()
+        // During a held syncfs, five barriers and five stores into one folder ask: they share the next cycle.
+        try await Self.duringAHeldFlush(of: group, held: held, count: 10) {
+            if turns.next().isMultiple(of: 2) {
+                try await group.barrier()
+            } else {
+                try await group.flushFolder(folder)
+            }
+        }
+        #expect(held.calls.withLock { $0 } == 2)
+        #expect(folders.calls.withLock { $0 } == (namesBySyncfs ? 0 : 1))
+    }
+
+    /// A syncfs writes names on its own filesystem only: a folder on another one (a mount below the root) is
+    /// fsynced even when it waits beside a barrier; and a folder that waits alone gets its fsync, cheaper than a
+    /// syncfs.
+    @Test(.enabled(if: crossDeviceStage() != nil, "needs /dev/shm on another filesystem"))
+    func aSyncfsServesNoFolderOfAnotherFilesystemNorOneThatWaitsAlone() async throws {
+        guard let otherDevice = crossDeviceStage() else { return }
+        let fixture = try Fixture()
+        let held = FakeFlush(holdsFirst: true)
+        let folders = FakeFlush()
+        let group = try GroupFlush(
+            root: fixture.base, flush: { held($0) }, flushFolder: { folders($0) }, namesBySyncfs: true)
+        defer { group.close() }
+        let other = open(otherDevice.path, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
+        try #require(other >= 0)
+        defer { close(other) }
+        let turns = Turns()
+        try await Self.duringAHeldFlush(of: group, held: held, count: 2) {
+            if turns.next() == 0 {
+                try await group.barrier()
+            } else {
+                try await group.flushFolder(other)
+            }
+        }
+        #expect(held.calls.withLock { $0 } == 2)
+        #expect(folders.calls.withLock { $0 } == 1)
+
+        let root = open(fixture.base.path, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
+        try #require(root >= 0)
+        defer { close(root) }
+        try await group.flushFolder(root)
+        #expect(held.calls.withLock { $0 } == 2)
+        #expect(folders.calls.withLock { $0 } == 2)
+    }
+
+    /// A failed syncfs wrote nothing to count on: the folders beside its barriers get their fsync.
+    @Test func foldersBesideAFailedSyncfsAreFsynced() async throws {
+        let fixture = try Fixture()
+        let folders = FakeFlush()
+        let syncfs = FakeFlush(holdsFirst: true, failingWith: EIO)
+        let group = try GroupFlush(
+            root: fixture.base, flush: { syncfs($0) }, flushFolder: { folders($0) }, namesBySyncfs: true)
+        defer { group.close() }
+        let folder = open(fixture.base.path, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
+        try #require(folder >= 0)
+        defer { close(folder) }
+        let first = Task { try await group.barrier() }
+        await withCheckedContinuation { (done: CheckedContinuation<Void, Never>) in
+            DispatchQueue.global().async {
+                syncfs.entered.wait()
+                done.resume()
+            }
+        }
+        let barrier = Task { try await group.barrier() }
+        let name = Task { try await group.flushFolder(folder) }
+        await yield(until: { group.waiting >= 2 })
+        syncfs.gate.signal()
+        await #expect(throws: SinkError.self) { try await first.value }
+        await #expect(throws: SinkError.self) { try await barrier.value }
+        try await name.value
+        #expect(syncfs.calls.withLock { $0 } == 2)
+        #expect(folders.calls.withLock { $0 } == 1)
+    }
+
     // MARK: - Through the directory sink
 
     /// A sink whose group flushing calls the fakes, as if the folder were on ext4.
