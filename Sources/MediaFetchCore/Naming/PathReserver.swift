@@ -133,7 +133,8 @@ struct LedgerNameTable: NameTable, Sendable {
     /// ledger said so in that lookup. Otherwise the item's own entry tells: a row stored before names were kept
     /// (schema 7), or a ledger that keeps none (PostgreSQL), still says where the item's file is.
     mutating func isHeldByPlanningItem(_ key: String, path: [String]) throws -> Bool {
-        if heldByPlanning == key { return true }
+        // By bytes, as run keys compare: `==` would take two spellings of one accented name for one key.
+        if let held = heldByPlanning, held.hasSameUTF8Bytes(as: key) { return true }
         if plannedLocation == nil {
             let entry = try PathReserver.planning.flatMap { try ledger.committedEntry($0) }
             plannedLocation = .some(entry?.status == .stored ? entry?.location : nil)
