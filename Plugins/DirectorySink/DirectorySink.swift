@@ -51,8 +51,7 @@ public final class DirectorySink: Sink {
                         + "ledger says stored, so a power cut cannot leave a stored file empty. On ext4, XFS, Btrfs "
                         + "and F2FS files are flushed in groups: one syncfs (which also writes out other programs' "
                         + "unsaved data on that filesystem) and one fsync per folder cover every file finished "
-                        + "meanwhile (a syncfs that commits a journal, on ext4 with one, XFS and Btrfs, covers the "
-                        + "folders too); elsewhere each file and folder is fsynced. Off, files are as safe as "
+                        + "meanwhile; elsewhere each file and folder is fsynced. Off, files are as safe as "
                         + "curl's or wget's: a crash of mediafetch still loses nothing, a power cut may lose the "
                         + "newest files, and the next run fetches them again (it checks every stored file's size)."
                 ),
@@ -84,15 +83,13 @@ public final class DirectorySink: Sink {
     private let openRoot = Mutex<OpenFolder?>(nil)
     /// Whether each folder staged files came from is on the root's filesystem (see ``groupFlush(covering:)``).
     private let stagingDevices = Mutex<[String: Bool]>([:])
-    /// What group flushing calls: `syncfs`, `fsync` of a folder, `fstatfs`'s type and whether a `syncfs` writes
-    /// names (tests replace them).
+    /// What group flushing calls: `syncfs`, `fsync` of a folder, and `fstatfs`'s type (tests replace them).
     let calls: FlushCalls
 
     struct FlushCalls: Sendable {
         var syncFilesystem: @Sendable (Int32) -> Int32 = { syncfs($0) }
         var syncFolder: @Sendable (Int32) -> Int32 = { fsync($0) }
         var filesystemType: @Sendable (Int32) -> Int = { mf_filesystem_type($0) }
-        var namesBySyncfs: @Sendable (Int32) -> Bool = { DirectorySink.syncfsCommitsNames($0) }
     }
 
     private enum FlushChoice {
@@ -108,34 +105,6 @@ public final class DirectorySink: Sink {
     /// its server, and FAT's does not flush the disk's cache, so they, and anything not named here, keep an
     /// `fsync` per file.
     static let groupFlushFilesystems: Set<Int> = [0xEF53, 0x5846_5342, 0x9123_683E, 0xF2F5_2010, 0x0102_1994]
-
-    /// Whether a `syncfs` of the filesystem holding `descriptor` puts on disk the names made before it began: it
-    /// commits the journal or log they are in, then empties the disk's cache. True for XFS and Btrfs, and for
-    /// ext3/4 with a journal (its `journal_task` in sysfs names a thread, or `/proc/fs/jbd2` lists it). False for
-    /// ext2 and ext4 without a journal, whose `syncfs` empties the cache before it writes the folders' blocks, for
-    /// the rest, and whenever the answer cannot be read: a folder is then `fsync`ed.
-    static func syncfsCommitsNames(_ descriptor: Int32) -> Bool {
-        switch mf_filesystem_type(descriptor) {
-        case 0x5846_5342, 0x9123_683E: return true
-        case 0xEF53: break
-        default: return false
-        }
-        var info = stat()
-        guard fstat(descriptor, &info) == 0 else { return false }
-        // The block device's name (`vda`, `loop0`, `dm-1`), from its numbers, as glibc's major() and minor() split them.
-        let device = UInt64(info.st_dev)
-        let major = ((device >> 8) & 0xfff) | ((device >> 32) & ~0xfff)
-        let minor = (device & 0xff) | ((device >> 12) & ~0xff)
-        guard
-            let target = try? FileManager.default.destinationOfSymbolicLink(atPath: "/sys/dev/block/\(major):\(minor)"),
-            let name = target.split(separator: "/").last, !name.isEmpty, name != "..", name != "."
-        else { return false }
-        if let task = try? String(contentsOfFile: "/sys/fs/ext4/\(name)/journal_task", encoding: .utf8) {
-            let trimmed = task.trimmingCharacters(in: .whitespacesAndNewlines)
-            return !trimmed.isEmpty && trimmed != "<none>"
-        }
-        return FileManager.default.fileExists(atPath: "/proc/fs/jbd2/\(name)-8")
-    }
 
     /// A sink storing under `root` (resolved against the current directory when relative).
     public convenience init(
@@ -477,9 +446,7 @@ public final class DirectorySink: Sink {
             var info = stat()
             if Self.groupFlushFilesystems.contains(calls.filesystemType(folder.raw)), fstat(folder.raw, &info) == 0 {
                 choice = .group(
-                    try GroupFlush(
-                        root: root, flush: calls.syncFilesystem, flushFolder: calls.syncFolder,
-                        namesBySyncfs: calls.namesBySyncfs(folder.raw)),
+                    try GroupFlush(root: root, flush: calls.syncFilesystem, flushFolder: calls.syncFolder),
                     device: info.st_dev)
             } else {
                 choice = .eachFile

@@ -14,11 +14,8 @@ import MediaFetchCore
 /// * on ``barrier()`` before its rename: one `syncfs(2)` of the sink's filesystem writes the bytes of every
 ///   store that asked since the last one began, so no name ever points at data the disk may not have;
 /// * on ``flushFolder(_:)`` after it: one `fsync` of each folder that stores renamed into meanwhile, so the
-///   name is on disk before the ledger says stored. (`syncfs` alone would not do for names on every
-///   filesystem: on ext4 without a journal it empties the disk's cache before it writes the folders' blocks.)
-///   Where a `syncfs` also commits the filesystem's journal (`namesBySyncfs`: ext3/4 with one, XFS, Btrfs), a
-///   name made before a flush that writes bytes is on disk when it ends, and that flush serves the folder too:
-///   a flush cycle then asks the disk to empty its cache once, not twice.
+///   name is on disk before the ledger says stored. (`syncfs` alone would not do for names: on ext4 without
+///   a journal it empties the disk's cache before it writes the folders' blocks.)
 ///
 /// Stores that arrive while a flush runs share the next one. The cost of the trade: `syncfs` also writes
 /// out other programs' unsaved data on that filesystem. Since Linux 5.8 `syncfs` reports a write-back
@@ -47,10 +44,6 @@ final class GroupFlush: @unchecked Sendable {
     private var state = State()
     private let descriptor: Int32
     private let root: URL
-    /// Whether a `syncfs` puts on disk the names made before it began (see the type's notes).
-    private let namesBySyncfs: Bool
-    /// The root's `st_dev`: a `syncfs` serves only folders on the root's filesystem.
-    private let device: UInt64?
     private let flush: @Sendable (Int32) -> Int32
     private let flushFolderCall: @Sendable (Int32) -> Int32
     /// Nanoseconds.
@@ -75,17 +68,13 @@ final class GroupFlush: @unchecked Sendable {
     ///     times the mean gap between the waiting stores' arrivals, whichever is longer: the stores have stopped
     ///     coming because every writer that could store waits already, and the rest of the window would be waited
     ///     for nothing. A lone store waits `settle`.
-    ///   - namesBySyncfs: whether `flush` also puts on disk the names made before it began
-    ///     (``DirectorySink/syncfsCommitsNames(_:)``); then a folder on the root's filesystem whose store waits
-    ///     beside a data barrier is served by the barrier's flush, without an `fsync` of its own.
     init(
         root: URL, flush: @escaping @Sendable (Int32) -> Int32 = { syncfs($0) },
         flushFolder: @escaping @Sendable (Int32) -> Int32 = { fsync($0) },
         gather: Duration = .milliseconds(20), gatherTarget: Int = defaultTarget(),
-        settle: Duration = .milliseconds(1), namesBySyncfs: Bool = false
+        settle: Duration = .milliseconds(1)
     ) throws(SinkError) {
         self.root = root
-        self.namesBySyncfs = namesBySyncfs
         self.gather = UInt64(min(3600, max(0, gather.seconds)) * 1e9)
         self.gatherTarget = gatherTarget
         self.settle = UInt64(min(3600, max(0, settle.seconds)) * 1e9)
@@ -95,7 +84,6 @@ final class GroupFlush: @unchecked Sendable {
         guard descriptor >= 0 else {
             throw SinkError("cannot open the folder \(root.path): \(errorText(errno))")
         }
-        device = FolderKey(descriptor)?.device
         let thread = Thread { [self] in run() }
         thread.name = "mediafetch.flush"
         thread.start()
@@ -173,13 +161,10 @@ final class GroupFlush: @unchecked Sendable {
             let closed = state.closed
             condition.unlock()
             if batch.isEmpty && closed { return }
-            // One syncfs for every data barrier, one fsync per folder (by device and inode) for the rest, unless
-            // that syncfs wrote the names too.
+            // One syncfs for every data barrier, one fsync per folder (by device and inode) for the rest.
             var syncfsFailure: Int32?
-            var namesWritten = false
             if batch.contains(where: { $0.folder == nil }) {
                 syncfsFailure = flush(descriptor) == 0 ? nil : errno
-                namesWritten = namesBySyncfs && syncfsFailure == nil
             }
             var folderFailures: [FolderKey: Int32?] = [:]
             // Every waiter's descriptor is open until it is resumed, below, so within a batch one number is one
@@ -203,9 +188,7 @@ final class GroupFlush: @unchecked Sendable {
                     keys[folder] = key
                 }
                 let failure: Int32?
-                if namesWritten, let key, key.device == device {
-                    failure = nil
-                } else if let key, let done = folderFailures[key] {
+                if let key, let done = folderFailures[key] {
                     failure = done
                 } else {
                     failure = flushFolderCall(folder) == 0 ? nil : errno
