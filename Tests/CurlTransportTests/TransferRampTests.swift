@@ -430,7 +430,7 @@ struct TransferRampTests {
 
     /// A place that comes to a download whose engine was told to stop (and is busy in another transfer's callback,
     /// so that its download is still in line) is refused: the download ends with the shutdown, and the place goes to
-    /// the next in line (another engine's transfer, here a stand-in).
+    /// the next in line (another engine's transfer, here a stand-in; the test after it has two real engines).
     @Test func aPlaceRefusedByAStoppingEngineGoesToTheNextInLine() async throws {
         try await withEngineHeld { transport, origin, tickets, hold, download in
             let inLine = Task { try await download(0) }
@@ -452,6 +452,55 @@ struct TransferRampTests {
             await transport.shutdown()
             next.ticket?.ended(connects: 1)
             #expect(transport.ramps.counts(origin) == (waiting: 0, unanswered: 3))
+        }
+    }
+
+    /// The same across two real engines sharing the ramp: the place the stopping engine's download refuses goes to
+    /// the download of the other engine, next in line, which is sent and stores its file.
+    @Test func aPlaceRefusedByAStoppingEngineGoesToTheOtherEnginesDownload() async throws {
+        let server = try MockCatalogServer()
+        defer { server.stop() }
+        let contents = Self.serveSixteen(on: server, under: "two", seed: 1_500)
+        // Per-host under the whole concurrency: the engines are picked by load, not the one of small bodies.
+        let transport = try CurlTransport(.init(concurrency: 16, perHost: 8, threads: 2))
+        let origin = Self.origin(of: server)
+        try await withTemporaryDirectory { directory in
+            let download = { @Sendable (index: Int) async throws in
+                let request = DownloadRequest(
+                    url: server.url(path: "/two/\(index).bin"),
+                    destination: directory.appendingPathComponent("\(index).bin"))
+                _ = try await transport.download(request) { _ in }
+            }
+            let tickets = try fill(transport.ramps, origin)
+            let hold = try EngineHold(directory: directory)
+            defer { hold.stop() }
+            // The first download goes to the first of two idle engines, the second to the other.
+            let first = Task { try await download(0) }
+            await yield(until: { transport.ramps.counts(origin).waiting == 1 })
+            let second = Task { try await download(1) }
+            await yield(until: { transport.ramps.counts(origin).waiting == 2 })
+            #expect(transport.startedByEngine == [1, 1])
+            // Each engine carries one: the hold goes to the first, which then stops while held in its callback.
+            let busy = hold.holdEngine(of: transport)
+            await yield(until: { hold.entered })
+            #expect(transport.startedByEngine == [2, 1])
+            transport.engines[0].stop()
+            tickets[0].answered()
+            // Refused by the first engine's download, the place went to the second's: it runs while the first is held.
+            let waiting = transport.ramps.counts(origin).waiting
+            #expect(waiting == 0)
+            // A place not passed on would leave the second download waiting for good: it fails the test, not hangs it.
+            if waiting > 0 { second.cancel() }
+            try await second.value
+            #expect(try Data(contentsOf: directory.appendingPathComponent("1.bin")) == contents[1])
+            #expect(server.requests.map(\.path) == ["/two/1.bin"])
+            hold.release()
+            let error = await #expect(throws: TransportError.self) { try await first.value }
+            #expect(error?.code == .cancelled)
+            _ = await busy.result
+            await transport.shutdown()
+            for ticket in tickets.dropFirst() { ticket.ended(connects: 1) }
+            #expect(transport.ramps.counts(origin) == (waiting: 0, unanswered: 0))
         }
     }
 }
