@@ -479,11 +479,11 @@ struct TransferRampTests {
             await yield(until: { transport.ramps.counts(origin).waiting == 1 })
             let second = Task { try await download(1) }
             await yield(until: { transport.ramps.counts(origin).waiting == 2 })
-            #expect(transport.startedByEngine == [1, 1])
+            try #require(transport.startedByEngine == [1, 1])
             // Each engine carries one: the hold goes to the first, which then stops while held in its callback.
             let busy = hold.holdEngine(of: transport)
             await yield(until: { hold.entered })
-            #expect(transport.startedByEngine == [2, 1])
+            try #require(transport.startedByEngine == [2, 1])
             transport.engines[0].stop()
             tickets[0].answered()
             // Refused by the first engine's download, the place went to the second's: it runs while the first is held.
@@ -638,7 +638,8 @@ final class EngineHold: Sendable {
         return state.entered
     }
 
-    /// Starts the download whose answer holds the engine of `transport` (it has one) until ``release()``.
+    /// Starts the download whose answer holds the engine of `transport` (its first engine, while the loads tie) until
+    /// ``release()``.
     func holdEngine(of transport: CurlTransport) -> Task<Void, any Error> {
         let request = DownloadRequest(
             url: server.url(path: "/busy.bin"), destination: directory.appendingPathComponent("busy.bin"),
