@@ -16,11 +16,13 @@
 set -euo pipefail
 
 [[ $# -eq 2 ]] || { echo "usage: Benchmarks/pairs.sh OLD-BINARY NEW-BINARY (see the comment at the top)" >&2; exit 2; }
-OLD=$(realpath "$1") NEW=$(realpath "$2")
-for binary in "$OLD" "$NEW"; do
-    [[ -x $binary ]] || { echo "not an executable: $binary" >&2; exit 2; }
+for binary in "$1" "$2"; do
+    [[ -f $binary && -x $binary ]] || { echo "not an executable: $binary" >&2; exit 2; }
 done
+OLD=$(realpath "$1")
+NEW=$(realpath "$2")
 PAIRS=${PAIRS:-8}
+[[ $PAIRS =~ ^[1-9][0-9]*$ ]] || { echo "PAIRS must be a count of 1 or more, not $PAIRS" >&2; exit 2; }
 ROW=${ROW:-20000x10}
 TOOL=${TOOL:-mediafetch-nosync}
 case $TOOL in
