@@ -3,7 +3,7 @@
 # (one row, one tool, RUNS=1), the older first in odd pairs and the newer first in even ones, so that a drift of the
 # machine falls on both alike; then the pair's ratios (new over old) of wall time and of CPU (user + system), and
 # their medians and ranges. On a machine whose speed drifts from one hour to the next by more than a change is worth,
-# only ratios of runs made side by side compare two builds; every "pairs" figure in Benchmarks/README.md is one.
+# only ratios of runs made side by side compare two builds, as every "pairs" figure in Benchmarks/README.md does.
 #
 #   Benchmarks/pairs.sh OLD NEW                                     # 8 pairs, 20,000 x 10 KB, sync: false
 #   PAIRS=6 TOOL=mediafetch-durable Benchmarks/pairs.sh OLD NEW     # the durable default
