@@ -35,7 +35,10 @@ ROOT=$(cd "$(dirname "$0")/.." && pwd)
 # one BINARY: "wall cpu" of one run of the row by that build (million.sh's line for the tool).
 one() {
     local line
-    line=$(MEDIAFETCH=$1 RUNS=1 ROWS=$ROW TOOLS=$TOOL "$ROOT/Benchmarks/million.sh" | grep " $TOOL " | head -1) || true
+    # awk reads to the end: a reader that stopped at the first match (head) could kill million.sh with SIGPIPE on
+    # its next line, before its exit trap unmounts the fresh filesystem.
+    line=$(MEDIAFETCH=$1 RUNS=1 ROWS=$ROW TOOLS=$TOOL "$ROOT/Benchmarks/million.sh" |
+        awk -v tool=" $TOOL " 'index($0, tool) && !found { print; found = 1 }') || true
     read -r _ _ _ _ _ wall _ _ cpu <<< "$line"
     if [[ -z ${wall:-} || $wall == FAIL || -z ${cpu:-} ]]; then
         echo "the run of $1 failed (million.sh printed: ${line:-nothing}); run million.sh alone to see why" >&2
