@@ -14,7 +14,7 @@
 # printed), CONCURRENCY (default 16), TOOLS (default: mediafetch-nosync mediafetch-durable curl wget; also
 # curl-sync: curl, then `sync -f` of the folder, so that its files are on the disk when it ends, as the durable
 # default's are; and mediafetch-shared: one worker of a shared run, `sync: false`, its ledger a throwaway
-# PostgreSQL 15 on loopback),
+# PostgreSQL 15 on loopback), RERUN (default 1; 0 leaves out the re-run, as Benchmarks/pairs.sh does),
 # WGET_MAX (the largest count wget is run for, default 100000: it fetches one at a time), FRESH_FS (set: each run
 # writes into an ext4 made for it, see fresh_filesystem; needs root, mkfs.ext4 and a loop device), CACHE (where the
 # trees are generated once, default .build/bench-cache), MEDIAFETCH (a prebuilt binary; default: swift build
@@ -212,7 +212,7 @@ for row in $ROWS; do
             rss[$tool]+="$kb_rss"$'\n'
             cpus[$tool]+="$cpu"$'\n'
             # The re-run, over what the last round's mediafetch-nosync stored: no request may reach the server.
-            if [[ $tool == mediafetch-nosync && $round == "$RUNS" && $wall != FAIL ]]; then
+            if [[ $tool == mediafetch-nosync && $round == "$RUNS" && $wall != FAIL && ${RERUN:-1} != 0 ]]; then
                 before=$(requests)
                 (cd "$OUT" && /usr/bin/time -f "%e %M" -o "$WORK/time.txt" "$MEDIAFETCH" run \
                     "$(mediafetch_config "$list" false)" --quiet > "$WORK/rerun.log" 2>&1) \
