@@ -432,6 +432,21 @@ extension PostgreSQLLedger: RunLedger {
         try select("", [])
     }
 
+    /// Counted by the server: a shared run's status reads one row a status, not the run's entries.
+    public func statusCounts() throws -> [LedgerStatus: Int] {
+        try flush()
+        return try withConnection { connection in
+            let rows = try connection.query(
+                "SELECT status, count(*) FROM mediafetch_items WHERE run = $1 GROUP BY status", [.text(run)])
+            var counts: [LedgerStatus: Int] = [:]
+            for row in 0..<rows.count {
+                guard let status = rows.text(row, 0).flatMap(LedgerStatus.init(rawValue:)) else { continue }
+                counts[status, default: 0] += Int(rows.int64(row, 1) ?? 0)
+            }
+            return counts
+        }
+    }
+
     public func entries(source: String) throws -> [LedgerKey: LedgerEntry] {
         let rows = try select(" AND source = $2", [.text(source)])
         return Dictionary(rows.map { ($0.key, $0) }, uniquingKeysWith: { first, _ in first })

@@ -33,7 +33,7 @@ public enum LedgerContract {
         public static var all: [Clause] {
             [
                 wholeDownload, readsSeeQueuedWrites, beginAgainFetchesAgain, pauseKeepsStored, retriesAndFailures,
-                listings, survivesReopening, forgetPartials, removeAll, sourceValues, concurrentWriters,
+                listings, statusCounts, survivesReopening, forgetPartials, removeAll, sourceValues, concurrentWriters,
                 batchingChangesNothing, committedAndWalked, runKeys,
             ]
         }
@@ -173,6 +173,30 @@ public enum LedgerContract {
         try expect(
             Set(bySource.keys) == Set([key("b"), key("a", asset: .artwork), key("a")]),
             "entries(source:) gave \(bySource.keys.sorted { $0.description < $1.description })")
+    }
+
+    static let statusCounts = Clause("statusCounts counts each status, queued writes included") { context in
+        let ledger = try context.ledger()
+        ledger.begin(key("pending"), title: "t", url: url)
+        ledger.begin(key("partial"), title: "t", url: url)
+        ledger.responded(key("partial"), validator: nil, expectedBytes: 9)
+        ledger.paused(key("partial"), receivedBytes: 2)
+        ledger.begin(key("verified"), title: "t", url: url)
+        ledger.verified(key("verified"), size: 3, sha256: nil)
+        ledger.begin(key("stored"), title: "t", url: url)
+        ledger.stored(key("stored"), StoredRecord(location: "s", size: 3, sha256: nil))
+        ledger.begin(key("failed", source: "other"), title: "t", url: url)
+        ledger.failed(key("failed", source: "other"), reason: "404", receivedBytes: 0)
+        try ledger.flush()
+        // Queued and not flushed: a count commits first, as every read does.
+        ledger.begin(key("stored 2"), title: "t", url: url)
+        ledger.stored(key("stored 2"), StoredRecord(location: "s2", size: 3, sha256: nil))
+        // A status without an entry may be left out or counted 0.
+        let counts = try ledger.statusCounts().filter { $0.value != 0 }
+        let expected: [LedgerStatus: Int] = [.pending: 1, .partial: 1, .verified: 1, .stored: 2, .failed: 1]
+        let shown = LedgerStatus.allCases.map { "\(counts[$0] ?? 0) \($0)" }.joined(separator: ", ")
+        try expect(
+            counts == expected, "statusCounts() gave \(shown), not 1 pending, 1 partial, 1 verified, 2 stored, 1 failed")
     }
 
     static let survivesReopening = Clause("what was flushed is there when the ledger is opened again") { context in

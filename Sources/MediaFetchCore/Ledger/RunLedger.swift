@@ -31,6 +31,12 @@ public protocol RunLedger: AnyObject, Sendable {
     /// Every entry of one source, by key.
     func entries(source: String) throws -> [LedgerKey: LedgerEntry]
 
+    /// How many entries each status has (a status without one may be left out), queued writes committed first:
+    /// what `mediafetch status` shows of a run of any size without reading its entries. The default counts what
+    /// ``entries()`` lists, which holds every entry in memory at once; a ledger that can count where it keeps its
+    /// rows should do so (both that ship do).
+    func statusCounts() throws -> [LedgerStatus: Int]
+
     /// What the ledger holds for one asset without committing queued writes first: what earlier runs (or other
     /// workers) left, looked up item by item as a run plans. Writes queued here and not committed are not seen.
     func committedEntry(_ key: LedgerKey) throws -> LedgerEntry?
@@ -105,6 +111,12 @@ public protocol RunLedger: AnyObject, Sendable {
 }
 
 extension RunLedger {
+    public func statusCounts() throws -> [LedgerStatus: Int] {
+        var counts: [LedgerStatus: Int] = [:]
+        for entry in try entries() { counts[entry.status, default: 0] += 1 }
+        return counts
+    }
+
     public func stored(_ key: LedgerKey, _ record: StoredRecord, plannedPath: String) { stored(key, record) }
 
     public func storedName(_ key: String, except owner: LedgerKey?) throws -> TakenName? { nil }
