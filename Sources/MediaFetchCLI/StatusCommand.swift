@@ -284,20 +284,20 @@ struct SharedStatus: Encodable {
         self.ledger = ledger.location
         let progress = try ledger.progress()
         planned = progress.planned
-        var totals: [String: Int] = [:]
-        for status in LedgerStatus.allCases { totals[status.rawValue] = 0 }
-        for entry in try ledger.entries() { totals[entry.status.rawValue, default: 0] += 1 }
-        self.totals = totals
+        // Counted where the rows are: a run of a million items is not read into memory to be counted.
+        let counts = try ledger.statusCounts()
+        totals = Dictionary(uniqueKeysWithValues: LedgerStatus.allCases.map { ($0.rawValue, counts[$0] ?? 0) })
         let now = Date()
         let lease = ledger.lease.seconds
-        workers = try ledger.workers().map {
+        let joined = try ledger.workers()
+        workers = joined.map {
             Worker(
                 worker: $0.worker, state: $0.state,
                 alive: $0.state == "running" && now.timeIntervalSince($0.lastHeartbeat) <= lease,
                 claimed: $0.claimed, stored: $0.stored, bytes: $0.bytes, bytesPerSecond: $0.bytesPerSecond,
                 lastHeartbeat: $0.lastHeartbeat)
         }
-        let pace = try ledger.workers().filter { $0.state == "running" && now.timeIntervalSince($0.lastHeartbeat) <= lease }
+        let pace = joined.filter { $0.state == "running" && now.timeIntervalSince($0.lastHeartbeat) <= lease }
             .map(\.storedPerSecond).reduce(0, +)
         let open = (totals["pending"] ?? 0) + (totals["partial"] ?? 0) + (totals["verified"] ?? 0)
         etaSeconds = pace > 0 ? Double(open) / pace : nil
