@@ -15,7 +15,7 @@ enum StatusCommand {
 
         With a shared ledger (ledger: postgresql://...) it shows the run named by name: across its workers:
         per worker what it holds, has stored, its bytes per second and last heartbeat; the totals and an ETA.
-        --json prints the same as one JSON object.
+        --json prints the same as one JSON object; --follow redraws it while any of its workers is at work.
         """
 
     static func run(_ words: [String], registry: PluginRegistry) async throws -> Int32 {
@@ -23,17 +23,22 @@ enum StatusCommand {
         guard arguments.positional.count == 1 else { throw UsageError("status takes one CONFIG file") }
         let spec = try ConfigLoader.load(
             path: arguments.positional[0], overrides: arguments.all("--set"), registry: registry)
-        if arguments.has("--follow") {
-            guard !arguments.has("--json") else { throw UsageError("--follow redraws text; leave out --json") }
-            await follow(spec)
-            return CLI.ExitCode.success
-        }
+        let following = arguments.has("--follow")
+        if following && arguments.has("--json") { throw UsageError("--follow redraws text; leave out --json") }
         if spec.ledger != nil {
             let ledger = try spec.openLedger(registry: registry, worker: "status")
             if let shared = ledger as? any SharedRunLedger {
-                try SharedStatus(spec: spec, ledger: shared).print(json: arguments.has("--json"))
+                if following {
+                    await followShared(spec, shared)
+                } else {
+                    try SharedStatus(spec: spec, ledger: shared).print(json: arguments.has("--json"))
+                }
                 return CLI.ExitCode.success
             }
+        }
+        if following {
+            await follow(spec)
+            return CLI.ExitCode.success
         }
         guard let ledger = try openExisting(spec) else {
             print(arguments.has("--json") ? "[]" : "nothing recorded yet: \(spec.configPath) has not been run")
@@ -180,6 +185,39 @@ enum StatusCommand {
         }
     }
 
+    /// Redraws a shared run's status (as ``follow(_:)`` does a run's of its own) until none of its workers is at
+    /// work (running, with a heartbeat within the lease), then prints the last one. A ledger that cannot be read
+    /// for a moment (a server restarting) is said so and asked again.
+    static func followShared(_ spec: PipelineSpec, _ ledger: any SharedRunLedger) async {
+        let terminal = isatty(STDOUT_FILENO) == 1
+        _ = await SignalWatcher().run { () -> Bool in
+            var shown = ""
+            while !Task.isCancelled {
+                var text: String
+                let working: Bool
+                do {
+                    let status = try SharedStatus(spec: spec, ledger: ledger)
+                    working = status.workers.contains(where: \.alive)
+                    text = status.lines().joined(separator: "\n")
+                } catch {
+                    working = true
+                    text = "the ledger cannot be read now (\(error)); asking again"
+                }
+                text +=
+                    working
+                    ? "\nworkers are at work; following, Ctrl-C to stop"
+                    : "\nno worker is at work: this is the last status"
+                if text != shown {
+                    FileHandle.standardOutput.write(Data(((terminal ? "\u{1B}[H\u{1B}[2J" : "\n") + text + "\n").utf8))
+                    shown = text
+                }
+                if !working { break }
+                try? await Task.sleep(for: .milliseconds(500))
+            }
+            return true
+        }
+    }
+
     /// The process id of the run holding `state`, when one does. The kernel's table of held locks
     /// (`/proc/locks`) says whether anyone holds an `flock` on a file with the lock file's inode, and who; that
     /// holder is confirmed by finding the lock file among its open files (`/proc/PID/fd`), since the table's device
@@ -308,21 +346,29 @@ struct SharedStatus: Encodable {
             RunCommand.printJSON(self)
             return
         }
+        for line in lines() { Swift.print(line) }
+    }
+
+    /// The status as text: the run, the totals, the ETA, a line per worker.
+    func lines() -> [String] {
         let order = ["stored", "pending", "partial", "verified", "failed"]
-        Swift.print("run \(run) in \(ledger)\(planned ? "" : " (still being planned)")")
-        Swift.print(order.map { "\($0): \(totals[$0] ?? 0)" }.joined(separator: ", "))
+        var lines = [
+            "run \(run) in \(ledger)\(planned ? "" : " (still being planned)")",
+            order.map { "\($0): \(totals[$0] ?? 0)" }.joined(separator: ", "),
+        ]
         if let etaSeconds {
-            Swift.print("ETA: \(Int(etaSeconds.rounded())) s at the live workers' pace")
+            lines.append("ETA: \(Int(etaSeconds.rounded())) s at the live workers' pace")
         } else if (totals["pending"] ?? 0) + (totals["partial"] ?? 0) > 0 {
-            Swift.print("ETA: unknown, no worker is at work")
+            lines.append("ETA: unknown, no worker is at work")
         }
         let formatter = ISO8601DateFormatter()
         for worker in workers {
-            Swift.print(
+            lines.append(
                 "  \(worker.worker): \(worker.alive ? "running" : worker.state == "running" ? "silent" : worker.state), "
                     + "\(worker.claimed) claimed, \(worker.stored) stored, "
                     + "\(Reporter.formatBytes(Int64(worker.bytesPerSecond)))/s, "
                     + "last heartbeat \(formatter.string(from: worker.lastHeartbeat))")
         }
+        return lines
     }
 }

@@ -58,6 +58,11 @@ public final class ChildProcess: @unchecked Sendable {
         ).wait()
     }
 
+    /// What the child has written to its standard output so far (while it runs, for a test that waits for a line).
+    public var outputSoFar: String {
+        (try? String(contentsOf: scratch.appendingPathComponent("stdout"), encoding: .utf8)) ?? ""
+    }
+
     /// Waits on a thread of its own, so that the task pool is never blocked, and reads what the child wrote.
     public func wait() async throws -> Outcome {
         let process = process

@@ -196,7 +196,8 @@ public enum LedgerContract {
         let expected: [LedgerStatus: Int] = [.pending: 1, .partial: 1, .verified: 1, .stored: 2, .failed: 1]
         let shown = LedgerStatus.allCases.map { "\(counts[$0] ?? 0) \($0)" }.joined(separator: ", ")
         try expect(
-            counts == expected, "statusCounts() gave \(shown), not 1 pending, 1 partial, 1 verified, 2 stored, 1 failed")
+            counts == expected,
+            "statusCounts() gave \(shown), not 1 pending, 1 partial, 1 verified, 2 stored, 1 failed")
     }
 
     static let survivesReopening = Clause("what was flushed is there when the ledger is opened again") { context in

@@ -158,6 +158,37 @@ struct WorkerRunTests {
         }
     }
 
+    @Test func statusFollowsASharedRunUntilNoWorkerIsAtWork() async throws {
+        try await PostgreSQLServer.with { database in
+            let gate = PreviewGate()
+            let setup = try Setup(database: database, gate: gate)
+            defer { setup.close() }
+            let config = try setup.config(name: "followed", collection: "followed", items: 20)
+            gate.close(after: 5)
+            let worker = try WorkerChild(["run", config, "--quiet", "--worker", "f1"], in: setup.folder)
+            try await waitFor("five previews served, the rest held", seconds: 120) { gate.held > 0 }
+            let follower = try WorkerChild(["status", config, "--follow"], in: setup.folder)
+            try await waitFor("the follower showing f1 at work", seconds: 60) {
+                follower.outputSoFar.contains("f1: running")
+            }
+            #expect(follower.process.isRunning, "the follower ended while f1 was at work:\n\(follower.outputSoFar)")
+            gate.open()
+            let ran = try await worker.wait()
+            #expect(ran.status == 0, "\(ran.stderr)")
+            // Once f1 has left the run, the follower prints the last status and ends by itself.
+            try await waitFor("the follower to end", seconds: 60) { !follower.process.isRunning }
+            let followed = try await follower.wait()
+            #expect(followed.status == 0, "\(followed.stderr)")
+            let stored = try setup.files("followed").count
+            #expect(stored == 20)
+            let last = followed.stdout.components(separatedBy: "\nrun followed in ").last ?? ""
+            #expect(last.contains("stored: \(stored), pending: 0"), "\(followed.stdout)")
+            #expect(last.contains("f1: done"), "\(followed.stdout)")
+            #expect(last.hasSuffix("no worker is at work: this is the last status\n"), "\(followed.stdout)")
+            #expect(followed.stdout.contains("workers are at work; following, Ctrl-C to stop"))
+        }
+    }
+
     @Test func aPostgreSQLRestartMidRunLosesNothingAndStoresNothingTwice() async throws {
         try await PostgreSQLServer.with { database in
             let setup = try Setup(database: database)
