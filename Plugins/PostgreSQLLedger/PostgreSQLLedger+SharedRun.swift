@@ -81,15 +81,29 @@ extension PostgreSQLLedger: SharedRunLedger {
         }
     }
 
+    /// The stored rows among the keys `$2`, `$3` and `$4` (sources, item ids, assets, as arrays) of run `$1`.
+    ///
+    /// The keys as three arrays (an IN list of 256 rows cost the server more to plan than to run), each looked up
+    /// on its own (`LATERAL`, kept from being flattened into a join by its `LIMIT`). As a plain join, a run the
+    /// server's statistics had not seen yet was taken for a row or two, and the server hashed every row of the run
+    /// to find a batch's keys: a planner's batch of 512 took 110-150 ms at 100,000 items, and a shared run of
+    /// 100,000 small files spent most of its time there.
+    static let storedEntriesSQL = """
+        SELECT \(columnsOfI)
+        FROM unnest($2::text[], $3::text[], $4::text[]) AS k(source, item_id, asset)
+        CROSS JOIN LATERAL (
+            SELECT * FROM mediafetch_items i
+            WHERE i.run = $1 AND i.source = k.source AND i.item_id = k.item_id AND i.asset = k.asset
+                AND i.status = 'stored'
+            LIMIT 1
+        ) i
+        """
+
     public func storedEntries(_ keys: [LedgerKey]) throws -> [LedgerKey: LedgerEntry] {
         guard !keys.isEmpty else { return [:] }
         return try withConnection { connection in
-            // The keys as three arrays joined on: an IN list of 256 rows cost the server more to plan than to run.
             let rows = try connection.query(
-                "SELECT \(Self.columnsOfI) "
-                    + "FROM mediafetch_items i JOIN unnest($2::text[], $3::text[], $4::text[]) AS k(source, item_id, asset) "
-                    + "ON i.source = k.source AND i.item_id = k.item_id AND i.asset = k.asset "
-                    + "WHERE i.run = $1 AND i.status = 'stored'",
+                Self.storedEntriesSQL,
                 [
                     .text(run), .text(PGConnection.arrayLiteral(keys.map(\.source))),
                     .text(PGConnection.arrayLiteral(keys.map(\.itemID))),
@@ -137,16 +151,19 @@ extension PostgreSQLLedger: SharedRunLedger {
                 ])
         ]
         // An asset planned with a stored entry is one the sink no longer holds (the planner asked it): pending again.
-        let refetch = assets.filter { $0.entry?.status == .stored }
-        if !refetch.isEmpty {
+        // A statement a key, each found by the primary key: joined to the keys as arrays, a run the server's
+        // statistics had not seen could be hashed whole for each batch (see ``storedEntriesSQL``).
+        for asset in assets where asset.entry?.status == .stored {
             statements.append(
                 PGConnection.Statement(
                     name: "mediafetch_refetch",
                     sql: """
-                        UPDATE mediafetch_items i SET status = 'pending', location = NULL
-                        FROM unnest($2::text[], $3::text[], $4::text[]) AS k(source, item_id, asset)
-                        WHERE i.run = $1 AND i.source = k.source AND i.item_id = k.item_id AND i.asset = k.asset
-                        """, parameters: [.text(run)] + keys(refetch)))
+                        UPDATE mediafetch_items SET status = 'pending', location = NULL
+                        WHERE run = $1 AND source = $2 AND item_id = $3 AND asset = $4
+                        """,
+                    parameters: [
+                        .text(run), .text(asset.key.source), .text(asset.key.itemID), .text(asset.key.asset.rawValue),
+                    ]))
         }
         statements.append(
             PGConnection.Statement(
@@ -249,6 +266,14 @@ extension PostgreSQLLedger: SharedRunLedger {
         }
     }
 
+    /// Renews the claim of worker `$5` on the asset `$2`, `$3`, `$4` of run `$1` for `$6` seconds; answers a row
+    /// when the worker holds it, true when it is not stored.
+    static let confirmClaimSQL = """
+        UPDATE mediafetch_items SET lease_until = now() + ($6 || ' seconds')::interval
+        WHERE run = $1 AND source = $2 AND item_id = $3 AND asset = $4 AND claimed_by = $5
+        RETURNING status <> 'stored'
+        """
+
     public func confirmClaim(_ key: LedgerKey) throws -> Bool {
         // Renewed (or claimed) less than two thirds of a lease ago: no one else can have it yet. Leases are measured
         // by the server's clock from a moment after `sent`, so this side's clock only ever errs short.
@@ -258,17 +283,17 @@ extension PostgreSQLLedger: SharedRunLedger {
         if fresh { return true }
         let sent = ContinuousClock.now
         let confirmed = try withConnection { connection in
-            try connection.query(
-                """
-                UPDATE mediafetch_items SET lease_until = now() + ($6 || ' seconds')::interval
-                WHERE run = $1 AND source = $2 AND item_id = $3 AND asset = $4 AND claimed_by = $5 AND status <> 'stored'
-                RETURNING 1
-                """,
+            // Found by its primary key alone. With `status <> 'stored'` among the conditions the server could take
+            // the open rows' index (whose condition that is) for a run its statistics had not seen, and read every
+            // open row of the run to find one; the status is asked in what the update returns instead. (A stored
+            // row has no claim, so the update never touches one.)
+            let rows = try connection.query(
+                Self.confirmClaimSQL,
                 [
                     .text(run), .text(key.source), .text(key.itemID), .text(key.asset.rawValue), .text(worker),
                     .text(leaseSeconds),
-                ]
-            ).count == 1
+                ])
+            return rows.count == 1 && rows.bool(0, 0) == true
         }
         claimedAt.withLock { $0[key] = confirmed ? sent : nil }
         return confirmed

@@ -88,6 +88,113 @@ struct BatchTests {
         }
     }
 
+    /// A batch's keys are looked up one by one, also in a run the server's statistics have not seen: a join the
+    /// server planned for a run of one row hashed every row of the run for each batch.
+    @Test func storedEntriesReadOnlyTheirKeysRowsInARunTheStatisticsHaveNotSeen() async throws {
+        try await PostgreSQLServer.with { server in
+            let uri = server.uri
+            try await PostgreSQLServer.offThePool {
+                let ledger = try PostgreSQLLedger(uri: uri, run: "unseen")
+                let keys = (0..<8).map { Self.key("f\($0 * 1_000)") }
+                let explained = try ledger.withConnection { connection in
+                    try Self.addUnseenRun("unseen", status: "stored", connection)
+                    return try connection.query(
+                        "EXPLAIN (ANALYZE, FORMAT JSON) " + PostgreSQLLedger.storedEntriesSQL,
+                        [
+                            .text("unseen"), .text(PGConnection.arrayLiteral(keys.map(\.source))),
+                            .text(PGConnection.arrayLiteral(keys.map(\.itemID))),
+                            .text(PGConnection.arrayLiteral(keys.map(\.asset.rawValue))),
+                        ]
+                    ).text(0, 0)
+                }
+                let plan = try #require(explained)
+                let tree = try JSONSerialization.jsonObject(with: Data(plan.utf8))
+                let rowsRead = Self.rowsRead(from: "mediafetch_items", in: tree)
+                #expect(
+                    rowsRead <= keys.count,
+                    "the server read \(rowsRead) rows of the run for \(keys.count) keys:\n\(plan)")
+                #expect(Set(try ledger.storedEntries(keys).keys) == Set(keys))
+            }
+        }
+    }
+
+    /// A worker confirms only its own claim of an open asset, and finds it by its key alone: the open rows' index
+    /// cannot serve the statement. (With `status <> 'stored'`, the index's condition, among its conditions, the
+    /// server took that index for a run its statistics had not seen, and read every open row of the run, 0.7 s at
+    /// 100,000; how large the tables must be for that choice is the planner's, so what is checked here is that the
+    /// index is out of its reach: with the primary key gone and sequential scans all but forbidden, it still does
+    /// not take it.)
+    @Test func aClaimIsConfirmedByItsKeyForItsWorkerWhileOpen() async throws {
+        try await PostgreSQLServer.with { server in
+            let uri = server.uri
+            try await PostgreSQLServer.offThePool {
+                let ledger = try PostgreSQLLedger(uri: uri, run: "claims", worker: "w1")
+                let claimed = Self.key("f5000")
+                let explained = try ledger.withConnection { connection in
+                    try Self.addUnseenRun("claims", status: "pending", connection)
+                    try connection.execute(
+                        """
+                        UPDATE mediafetch_items SET claimed_by = 'w1', lease_until = now() + interval '1 minute'
+                        WHERE run = 'claims' AND item_id IN ('f5000', 'f6000')
+                        """)
+                    try connection.execute("BEGIN")
+                    defer { try? connection.execute("ROLLBACK") }
+                    try connection.execute("ALTER TABLE mediafetch_items DROP CONSTRAINT mediafetch_items_pkey")
+                    try connection.execute("SET LOCAL enable_seqscan = off")
+                    return try connection.query(
+                        "EXPLAIN (FORMAT JSON) " + PostgreSQLLedger.confirmClaimSQL,
+                        [
+                            .text("claims"), .text(claimed.source), .text(claimed.itemID),
+                            .text(claimed.asset.rawValue), .text("w1"), .text("15"),
+                        ]
+                    ).text(0, 0)
+                }
+                let plan = try #require(explained)
+                #expect(!plan.contains("mediafetch_items_open"), "the open rows' index serves the statement:\n\(plan)")
+                // What it answers, asked of the server (a ledger that claimed nothing itself has no fresh claims).
+                #expect(try ledger.confirmClaim(claimed))
+                #expect(try !ledger.confirmClaim(Self.key("f7000")), "an asset no one claimed")
+                let other = try PostgreSQLLedger(uri: uri, run: "claims", worker: "w2")
+                #expect(try !other.confirmClaim(claimed), "another worker's claim")
+                try ledger.withConnection { connection in
+                    try connection.execute(
+                        "UPDATE mediafetch_items SET status = 'stored' WHERE run = 'claims' AND item_id = 'f6000'")
+                }
+                #expect(
+                    try !ledger.confirmClaim(Self.key("f6000")), "a stored asset, even with the worker's name on it")
+            }
+        }
+    }
+
+    /// Adds 20,000 rows with `status` to `run`, under statistics taken while the table held another run only, of
+    /// 20,000 stored rows (and autovacuum off, so that none are taken after): the server then expects next to no
+    /// row of `run`, and next to no open row at all.
+    static func addUnseenRun(_ run: String, status: String, _ connection: PGConnection) throws {
+        let rows = { (run: String, status: String, count: Int) in
+            """
+            INSERT INTO mediafetch_items (run, source, item_id, asset, url, status, location, updated_at, seq)
+            SELECT '\(run)', 's', 'f' || g, 'preview', 'http://127.0.0.1/f' || g, '\(status)', 'f' || g, 0, g
+            FROM generate_series(0, \(count - 1)) g
+            """
+        }
+        try connection.execute("ALTER TABLE mediafetch_items SET (autovacuum_enabled = false)")
+        try connection.execute(rows("earlier " + run, "stored", 20_000))
+        try connection.execute("ANALYZE mediafetch_items")
+        try connection.execute(rows(run, status, 20_000))
+    }
+
+    /// The rows the scans of `table` in an `EXPLAIN (ANALYZE, FORMAT JSON)` plan returned, over all their loops.
+    static func rowsRead(from table: String, in plan: Any) -> Int {
+        if let list = plan as? [Any] { return list.map { rowsRead(from: table, in: $0) }.reduce(0, +) }
+        guard let node = plan as? [String: Any] else { return 0 }
+        var rows = 0
+        if node["Relation Name"] as? String == table, (node["Node Type"] as? String)?.hasSuffix("Scan") == true {
+            rows += ((node["Actual Rows"] as? Int) ?? 0) * ((node["Actual Loops"] as? Int) ?? 1)
+        }
+        for (key, value) in node where key == "Plan" || key == "Plans" { rows += rowsRead(from: table, in: value) }
+        return rows
+    }
+
     /// The planner's batch goes as arrays: every value comes back from a claim as written, and an asset planned with
     /// a stored entry (the sink lost its file) is pending again.
     @Test func plannedAssetsComeBackFromAClaimAsWritten() async throws {
