@@ -99,9 +99,11 @@ final class PGConnection: @unchecked Sendable {
     /// statements prepared (parsed and planned once per connection) and sent without waiting for each answer, one
     /// sync at the end. The server runs what comes before a sync as one implicit transaction: a statement that fails
     /// rolls back those before it and skips those after.
+    /// - Returns: what each statement answered, in order (no rows for a command).
     /// - Throws: ``PGError`` of the first statement that failed, or of the lost connection.
-    func pipeline(_ statements: [Statement]) throws {
-        guard !statements.isEmpty else { return }
+    @discardableResult
+    func pipeline(_ statements: [Statement]) throws -> [PGRows] {
+        guard !statements.isEmpty else { return [] }
         for statement in statements where !prepared.contains(statement.name) {
             // Parameter types are left to the server: each is inferred from where it stands.
             _ = try check(
@@ -119,6 +121,8 @@ final class PGConnection: @unchecked Sendable {
         }
         guard PQpipelineSync(handle) == 1 else { throw lost() }
         var failure: PGError?
+        var answers: [PGRows] = []
+        answers.reserveCapacity(statements.count)
         for statement in statements {
             // Each statement's answer is one result and then a null; a statement after a failure is answered
             // PIPELINE_ABORTED.
@@ -129,6 +133,7 @@ final class PGConnection: @unchecked Sendable {
             {
                 failure = error(result, status: status)
             }
+            answers.append(status == PGRES_TUPLES_OK ? Self.rows(of: result) : PGRows(rows: []))
             PQclear(result)
             if failure?.connectionLost == true { throw lost(failure?.message) }
             guard PQgetResult(handle) == nil else { throw lost("unexpected answer to \(statement.name)") }
@@ -138,6 +143,7 @@ final class PGConnection: @unchecked Sendable {
         PQclear(sync)
         guard synced, PQexitPipelineMode(handle) == 1 else { throw lost() }
         if let failure { throw failure }
+        return answers
     }
 
     /// The connection is in a state this side cannot go on from (it broke mid-pipeline): marks it so that its
@@ -208,6 +214,11 @@ final class PGConnection: @unchecked Sendable {
             }
             throw failure
         }
+        return Self.rows(of: result)
+    }
+
+    /// The rows a successful result holds (none for a command).
+    private static func rows(of result: OpaquePointer) -> PGRows {
         var rows: [[Data?]] = []
         let count = PQntuples(result)
         let columns = PQnfields(result)

@@ -172,7 +172,7 @@ extension PostgreSQLLedger: SharedRunLedger {
                     UPDATE mediafetch_runs SET planned_items = GREATEST(planned_items, $2::bigint + 1), updated_at = now()
                     WHERE run = $1
                     """, parameters: [.text(run), .text(String(assets.map(\.sequence).max() ?? 0))]))
-        try withConnection { try $0.pipeline(statements) }
+        try withConnection { _ = try $0.pipeline(statements) }
     }
 
     public func finishPlanning(sourceError: String?) throws {
@@ -240,29 +240,34 @@ extension PostgreSQLLedger: SharedRunLedger {
 
     public func heartbeat(stored: Int, bytes: Int64) throws {
         let sent = ContinuousClock.now
-        let renewed = try withConnection { connection in
-            let rows = try connection.query(
-                """
-                UPDATE mediafetch_items SET lease_until = now() + ($3 || ' seconds')::interval
-                WHERE run = $1 AND claimed_by = $2 AND status <> 'stored'
-                RETURNING source, item_id, asset
-                """, [.text(run), .text(worker), .text(leaseSeconds)])
-            try connection.query(
-                """
+        // The claims this worker knows it holds, each renewed by its key (what confirmClaim does for one), all in one
+        // round trip with the worker's own row. Renewed by `claimed_by` instead, a heartbeat read every open row of
+        // the run through the open rows' index, and kept alive the claims of an earlier process of the same name,
+        // which no one was working on.
+        let held = claimedAt.withLock { Array($0.keys) }
+        let renewals = held.map { key in
+            PGConnection.Statement(
+                name: "mediafetch_confirm", sql: Self.confirmClaimSQL,
+                parameters: [
+                    .text(run), .text(key.source), .text(key.itemID), .text(key.asset.rawValue), .text(worker),
+                    .text(leaseSeconds),
+                ])
+        }
+        let beat = PGConnection.Statement(
+            name: "mediafetch_heartbeat",
+            sql: """
                 UPDATE mediafetch_workers SET heartbeat_at = now(), stored = $3, bytes = $4, state = 'running'
                 WHERE run = $1 AND worker = $2
-                """, [.text(run), .text(worker), .text(String(stored)), .text(String(bytes))])
-            return Set(
-                (0..<rows.count).compactMap { row -> LedgerKey? in
-                    guard let source = rows.text(row, 0), let id = rows.text(row, 1),
-                        let asset = rows.text(row, 2).flatMap(AssetKind.init)
-                    else { return nil }
-                    return LedgerKey(source: source, itemID: id, asset: asset)
-                })
-        }
-        // Only the claims the server renewed are fresh; one it no longer counts as this worker's is forgotten.
+                """,
+            parameters: [.text(run), .text(worker), .text(String(stored)), .text(String(bytes))])
+        let answers = try withConnection { try $0.pipeline(renewals + [beat]) }
+        var renewed: Set<LedgerKey> = []
+        for (key, rows) in zip(held, answers) where rows.count == 1 && rows.bool(0, 0) == true { renewed.insert(key) }
+        // Only the claims the server renewed are fresh; one it no longer counts as this worker's is forgotten. (One
+        // claimed while the beat was under way is not among `held`, and keeps its time; one stored or given up
+        // meanwhile is gone, and stays gone.)
         claimedAt.withLock { known in
-            for key in Array(known.keys) { known[key] = renewed.contains(key) ? sent : nil }
+            for key in held where known[key] != nil { known[key] = renewed.contains(key) ? sent : nil }
         }
     }
 

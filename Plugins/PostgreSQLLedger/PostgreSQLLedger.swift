@@ -266,7 +266,7 @@ public final class PostgreSQLLedger: Sendable {
                 if let key = write.key, merged[key] != nil { continue }
                 statements.append(statement(write, now: now))
             }
-            try withConnection { try $0.pipeline(statements) }
+            try withConnection { _ = try $0.pipeline(statements) }
         } catch {
             queue.withLock { queue in
                 queue.pending.insert(contentsOf: writes, at: 0)

@@ -166,6 +166,61 @@ struct BatchTests {
         }
     }
 
+    /// A heartbeat renews the claims this worker holds, each by its key, and says how the worker is doing; a claim
+    /// left under the same name by an earlier process, which no one works on, is left to expire, and a stored one
+    /// is forgotten.
+    @Test func aHeartbeatRenewsTheClaimsThisWorkerHoldsAndNoOthers() async throws {
+        try await PostgreSQLServer.with { server in
+            let uri = server.uri
+            try await PostgreSQLServer.offThePool {
+                let ledger = try PostgreSQLLedger(uri: uri, run: "beats", worker: "w1")
+                try ledger.join()
+                let assets = ["a", "b", "c", "left"].enumerated().map { place, id in
+                    let item = MediaItem(id: id, title: id)
+                    return PlannedAsset(
+                        key: Self.key(id), item: item,
+                        plan: StoragePlan(item: item.ref, asset: .preview, relativePath: "\(id).m4a"),
+                        url: Self.url, sequence: Int64(place))
+                }
+                try ledger.addPlanned(assets)
+                #expect(try ledger.claim(limit: 3).map(\.key.itemID) == ["a", "b", "c"])
+                ledger.stored(Self.key("c"), StoredRecord(location: "c.m4a", size: 1, sha256: nil))
+                try ledger.flush()
+                // Every lease about to end, and "left" claimed under this name by a process before this one.
+                try ledger.withConnection { connection in
+                    try connection.execute(
+                        """
+                        UPDATE mediafetch_items SET lease_until = now() + interval '2 seconds' WHERE run = 'beats';
+                        UPDATE mediafetch_items SET claimed_by = 'w1' WHERE run = 'beats' AND item_id = 'left'
+                        """)
+                }
+                try ledger.heartbeat(stored: 1, bytes: 7)
+                let (leases, worker) = try ledger.withConnection { connection in
+                    let leases = try connection.query(
+                        """
+                        SELECT item_id, lease_until > now() + interval '10 seconds' FROM mediafetch_items
+                        WHERE run = 'beats' ORDER BY item_id
+                        """)
+                    let worker = try connection.query(
+                        """
+                        SELECT stored, bytes, heartbeat_at > now() - interval '10 seconds' FROM mediafetch_workers
+                        WHERE run = 'beats' AND worker = 'w1'
+                        """)
+                    let renewed = (0..<leases.count).map {
+                        "\(leases.text($0, 0) ?? "?"): \(leases.bool($0, 1).map(String.init) ?? "none")"
+                    }
+                    let said = (0..<worker.count).map {
+                        [worker.int64($0, 0), worker.int64($0, 1), worker.bool($0, 2) == true ? 1 : 0]
+                    }
+                    return (renewed, said)
+                }
+                // c's lease, set above after its store, is left as it was.
+                #expect(leases == ["a: true", "b: true", "c: false", "left: false"])
+                #expect(worker == [[1, 7, 1]])
+            }
+        }
+    }
+
     /// Adds 20,000 rows with `status` to `run`, under statistics taken while the table held another run only, of
     /// 20,000 stored rows (and autovacuum off, so that none are taken after): the server then expects next to no
     /// row of `run`, and next to no open row at all.
