@@ -14,6 +14,10 @@ set -euo pipefail
 
 COUNTS=${COUNTS:-"10000 1000000"}
 RUNS=${RUNS:-3}
+for count in $COUNTS; do
+    [[ $count =~ ^[1-9][0-9]*$ ]] || { echo "COUNTS holds whole numbers of items, not \"$count\"" >&2; exit 2; }
+done
+[[ $RUNS =~ ^[1-9][0-9]*$ ]] || { echo "RUNS must be 1 or more, not \"$RUNS\"" >&2; exit 2; }
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 
 source "$ROOT/Benchmarks/common.sh"
@@ -23,7 +27,7 @@ done
 ensure_mediafetch
 
 WORK=$(mktemp -d /tmp/mediafetch-status.XXXXXX)
-trap 'stop_postgres; rm -rf "$WORK"' EXIT
+trap 'stop_postgres || true; rm -rf "$WORK"' EXIT
 start_postgres
 sql() { "$PGBIN/psql" -q -v ON_ERROR_STOP=1 -d "$LEDGER" -c "$1" > /dev/null; }
 
@@ -51,7 +55,7 @@ median() { sort -n | awk '{ v[NR] = $1 } END { print v[int((NR + 1) / 2)] }'; }
 printf '%-12s %9s %10s  %s\n' "items" "wall s" "peak MiB" "totals"
 for count in $COUNTS; do
     run="status-$count"
-    # Each row as a planned, claimed and stored asset of a shared run looks (its item's JSON, its place, its name).
+    # Each row with what a planned asset of a shared run carries: its item's JSON, its place, its name.
     sql "INSERT INTO mediafetch_items (run, source, item_id, asset, title, url, expected_bytes, received_bytes,
             status, reason, attempts, location, updated_at, seq, item, plan_path)
         SELECT '$run', 'urls', 'http://127.0.0.1/d' || g / 1000 || '/f' || g || '.bin', 'preview', 'f' || g,

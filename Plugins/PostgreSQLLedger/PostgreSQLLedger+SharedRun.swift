@@ -244,15 +244,8 @@ extension PostgreSQLLedger: SharedRunLedger {
         // round trip with the worker's own row. Renewed by `claimed_by` instead, a heartbeat read every open row of
         // the run through the open rows' index, and kept alive the claims of an earlier process of the same name,
         // which no one was working on.
-        let held = claimedAt.withLock { Array($0.keys) }
-        let renewals = held.map { key in
-            PGConnection.Statement(
-                name: "mediafetch_confirm", sql: Self.confirmClaimSQL,
-                parameters: [
-                    .text(run), .text(key.source), .text(key.itemID), .text(key.asset.rawValue), .text(worker),
-                    .text(leaseSeconds),
-                ])
-        }
+        let held = claimedAt.withLock { $0 }
+        let keys = Array(held.keys)
         let beat = PGConnection.Statement(
             name: "mediafetch_heartbeat",
             sql: """
@@ -260,24 +253,41 @@ extension PostgreSQLLedger: SharedRunLedger {
                 WHERE run = $1 AND worker = $2
                 """,
             parameters: [.text(run), .text(worker), .text(String(stored)), .text(String(bytes))])
-        let answers = try withConnection { try $0.pipeline(renewals + [beat]) }
-        var renewed: Set<LedgerKey> = []
-        for (key, rows) in zip(held, answers) where rows.count == 1 && rows.bool(0, 0) == true { renewed.insert(key) }
-        // Only the claims the server renewed are fresh; one it no longer counts as this worker's is forgotten. (One
-        // claimed while the beat was under way is not among `held`, and keeps its time; one stored or given up
-        // meanwhile is gone, and stays gone.)
+        let answers = try withConnection { try $0.pipeline(keys.map(confirmation) + [beat]) }
+        let renewed = Set(zip(keys, answers).filter { Self.confirmed($0.1) }.map(\.0))
+        // Only the claims the server renewed are fresh; one it no longer counts as this worker's is forgotten. One
+        // whose time changed while the beat was under way (stored and claimed again, confirmed) is left as it is
+        // now, and one stored or given up meanwhile stays gone.
         claimedAt.withLock { known in
-            for key in held where known[key] != nil { known[key] = renewed.contains(key) ? sent : nil }
+            for key in keys where known[key] == held[key] { known[key] = renewed.contains(key) ? sent : nil }
         }
     }
 
     /// Renews the claim of worker `$5` on the asset `$2`, `$3`, `$4` of run `$1` for `$6` seconds; answers a row
-    /// when the worker holds it, true when it is not stored.
+    /// when the worker holds it, true when it is not stored (``confirmed(_:)``).
+    ///
+    /// Found by its primary key alone. With `status <> 'stored'` among the conditions the server could take the open
+    /// rows' index (whose condition that is) for a run its statistics had not seen, and read every open row of the
+    /// run to find one; the status is asked in what the update returns instead. (A stored row has no claim: both
+    /// statements that store clear it.)
     static let confirmClaimSQL = """
         UPDATE mediafetch_items SET lease_until = now() + ($6 || ' seconds')::interval
         WHERE run = $1 AND source = $2 AND item_id = $3 AND asset = $4 AND claimed_by = $5
         RETURNING status <> 'stored'
         """
+
+    /// ``confirmClaimSQL`` for this worker's claim on `key`.
+    private func confirmation(_ key: LedgerKey) -> PGConnection.Statement {
+        PGConnection.Statement(
+            name: "mediafetch_confirm", sql: Self.confirmClaimSQL,
+            parameters: [
+                .text(run), .text(key.source), .text(key.itemID), .text(key.asset.rawValue), .text(worker),
+                .text(leaseSeconds),
+            ])
+    }
+
+    /// Whether an answer to ``confirmClaimSQL`` says the claim is held, and open.
+    private static func confirmed(_ rows: PGRows) -> Bool { rows.count == 1 && rows.bool(0, 0) == true }
 
     public func confirmClaim(_ key: LedgerKey) throws -> Bool {
         // Renewed (or claimed) less than two thirds of a lease ago: no one else can have it yet. Leases are measured
@@ -287,19 +297,8 @@ extension PostgreSQLLedger: SharedRunLedger {
         }
         if fresh { return true }
         let sent = ContinuousClock.now
-        let confirmed = try withConnection { connection in
-            // Found by its primary key alone. With `status <> 'stored'` among the conditions the server could take
-            // the open rows' index (whose condition that is) for a run its statistics had not seen, and read every
-            // open row of the run to find one; the status is asked in what the update returns instead. (A stored
-            // row has no claim, so the update never touches one.)
-            let rows = try connection.query(
-                Self.confirmClaimSQL,
-                [
-                    .text(run), .text(key.source), .text(key.itemID), .text(key.asset.rawValue), .text(worker),
-                    .text(leaseSeconds),
-                ])
-            return rows.count == 1 && rows.bool(0, 0) == true
-        }
+        let statement = confirmation(key)
+        let confirmed = try withConnection { Self.confirmed(try $0.query(statement.sql, statement.parameters)) }
         claimedAt.withLock { $0[key] = confirmed ? sent : nil }
         return confirmed
     }

@@ -15,7 +15,8 @@ enum StatusCommand {
 
         With a shared ledger (ledger: postgresql://...) it shows the run named by name: across its workers:
         per worker what it holds, has stored, its bytes per second and last heartbeat; the totals and an ETA.
-        --json prints the same as one JSON object; --follow redraws it while any of its workers is at work.
+        --json prints the same as one JSON object; --follow redraws it while any of its workers is at work (and
+        prints it once when none is).
         """
 
     static func run(_ words: [String], registry: PluginRegistry) async throws -> Int32 {
@@ -157,61 +158,51 @@ enum StatusCommand {
     }
 
     /// Redraws until no run holds the state directory (its lock file names a process that is gone), then prints
-    /// the last status. On a terminal the screen is redrawn in place; elsewhere a status is printed when it changed.
+    /// the last status.
     static func follow(_ spec: PipelineSpec) async {
-        let terminal = isatty(STDOUT_FILENO) == 1
-        _ = await SignalWatcher().run { () -> Bool in
-            var shown = ""
-            while !Task.isCancelled {
-                let running = runHolder(spec.stateDirectory)
-                let queue = (try? DownloadQueue.recordedStatuses(stateDirectory: spec.stateDirectory)) ?? []
-                var lines: [String] = []
-                if let ledger = (try? openExisting(spec)) ?? nil {
-                    try? render(ledger, spec, queue: queue, limit: followListed) { lines.append($0) }
-                }
-                var text = lines.isEmpty ? "nothing recorded yet" : lines.joined(separator: "\n")
-                text +=
-                    "\n"
-                    + (running.map { "a run is going on (process \($0)); following, Ctrl-C to stop" }
-                        ?? "no run is going on: this is the last status")
-                if text != shown {
-                    FileHandle.standardOutput.write(Data(((terminal ? "\u{1B}[H\u{1B}[2J" : "\n") + text + "\n").utf8))
-                    shown = text
-                }
-                if running == nil { break }
-                try? await Task.sleep(for: .milliseconds(500))
+        await redraw {
+            let running = runHolder(spec.stateDirectory)
+            let queue = (try? DownloadQueue.recordedStatuses(stateDirectory: spec.stateDirectory)) ?? []
+            var lines: [String] = []
+            if let ledger = (try? openExisting(spec)) ?? nil {
+                try? render(ledger, spec, queue: queue, limit: followListed) { lines.append($0) }
             }
-            return true
+            let text = lines.isEmpty ? "nothing recorded yet" : lines.joined(separator: "\n")
+            return running.map { (text + "\na run is going on (process \($0)); following, Ctrl-C to stop", true) }
+                ?? (text + "\nno run is going on: this is the last status", false)
         }
     }
 
     /// Redraws a shared run's status (as ``follow(_:)`` does a run's of its own) until none of its workers is at
-    /// work (running, with a heartbeat within the lease), then prints the last one. A ledger that cannot be read
-    /// for a moment (a server restarting) is said so and asked again.
+    /// work (running, with a heartbeat within the lease), then prints the last one: at once when none has joined
+    /// yet. A ledger that cannot be read for a moment (a server restarting) is said so and asked again.
     static func followShared(_ spec: PipelineSpec, _ ledger: any SharedRunLedger) async {
+        await redraw {
+            do {
+                let status = try SharedStatus(spec: spec, ledger: ledger)
+                let text = status.lines().joined(separator: "\n")
+                return status.workers.contains(where: \.alive)
+                    ? (text + "\nworkers are at work; following, Ctrl-C to stop", true)
+                    : (text + "\nno worker is at work: this is the last status", false)
+            } catch {
+                return ("the ledger cannot be read now (\(error)); asking again", true)
+            }
+        }
+    }
+
+    /// Prints what `status` makes twice a second, while it says a run is going on, until Ctrl-C: on a terminal
+    /// redrawn in place, elsewhere printed again only when it changed.
+    private static func redraw(_ status: @escaping @Sendable () -> (text: String, going: Bool)) async {
         let terminal = isatty(STDOUT_FILENO) == 1
         _ = await SignalWatcher().run { () -> Bool in
             var shown = ""
             while !Task.isCancelled {
-                var text: String
-                let working: Bool
-                do {
-                    let status = try SharedStatus(spec: spec, ledger: ledger)
-                    working = status.workers.contains(where: \.alive)
-                    text = status.lines().joined(separator: "\n")
-                } catch {
-                    working = true
-                    text = "the ledger cannot be read now (\(error)); asking again"
-                }
-                text +=
-                    working
-                    ? "\nworkers are at work; following, Ctrl-C to stop"
-                    : "\nno worker is at work: this is the last status"
+                let (text, going) = status()
                 if text != shown {
                     FileHandle.standardOutput.write(Data(((terminal ? "\u{1B}[H\u{1B}[2J" : "\n") + text + "\n").utf8))
                     shown = text
                 }
-                if !working { break }
+                if !going { break }
                 try? await Task.sleep(for: .milliseconds(500))
             }
             return true
@@ -328,15 +319,14 @@ struct SharedStatus: Encodable {
         let now = Date()
         let lease = ledger.lease.seconds
         let joined = try ledger.workers()
-        workers = joined.map {
+        let alive = joined.map { $0.state == "running" && now.timeIntervalSince($0.lastHeartbeat) <= lease }
+        workers = zip(joined, alive).map { worker, alive in
             Worker(
-                worker: $0.worker, state: $0.state,
-                alive: $0.state == "running" && now.timeIntervalSince($0.lastHeartbeat) <= lease,
-                claimed: $0.claimed, stored: $0.stored, bytes: $0.bytes, bytesPerSecond: $0.bytesPerSecond,
-                lastHeartbeat: $0.lastHeartbeat)
+                worker: worker.worker, state: worker.state, alive: alive, claimed: worker.claimed,
+                stored: worker.stored, bytes: worker.bytes, bytesPerSecond: worker.bytesPerSecond,
+                lastHeartbeat: worker.lastHeartbeat)
         }
-        let pace = joined.filter { $0.state == "running" && now.timeIntervalSince($0.lastHeartbeat) <= lease }
-            .map(\.storedPerSecond).reduce(0, +)
+        let pace = zip(joined, alive).filter(\.1).map(\.0.storedPerSecond).reduce(0, +)
         let open = (totals["pending"] ?? 0) + (totals["partial"] ?? 0) + (totals["verified"] ?? 0)
         etaSeconds = pace > 0 ? Double(open) / pace : nil
     }

@@ -59,8 +59,12 @@ public final class ChildProcess: @unchecked Sendable {
     }
 
     /// What the child has written to its standard output so far (while it runs, for a test that waits for a line).
-    public var outputSoFar: String {
-        (try? String(contentsOf: scratch.appendingPathComponent("stdout"), encoding: .utf8)) ?? ""
+    public var outputSoFar: String { read("stdout") }
+
+    /// One of the child's output files as text (a character cut in two at the end, as a running child may leave it,
+    /// read as a replacement character).
+    private func read(_ name: String) -> String {
+        String(decoding: (try? Data(contentsOf: scratch.appendingPathComponent(name))) ?? Data(), as: UTF8.self)
     }
 
     /// Waits on a thread of its own, so that the task pool is never blocked, and reads what the child wrote.
@@ -71,9 +75,6 @@ public final class ChildProcess: @unchecked Sendable {
                 process.waitUntilExit()
                 done.resume()
             }.start()
-        }
-        func read(_ name: String) -> String {
-            (try? String(contentsOf: scratch.appendingPathComponent(name), encoding: .utf8)) ?? ""
         }
         return Outcome(status: process.terminationStatus, stdout: read("stdout"), stderr: read("stderr"))
     }

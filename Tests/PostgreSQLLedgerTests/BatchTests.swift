@@ -186,15 +186,22 @@ struct BatchTests {
                 #expect(try ledger.claim(limit: 3).map(\.key.itemID) == ["a", "b", "c"])
                 ledger.stored(Self.key("c"), StoredRecord(location: "c.m4a", size: 1, sha256: nil))
                 try ledger.flush()
-                // Every lease about to end, and "left" claimed under this name by a process before this one.
+                // Every lease about to end, "left" claimed under this name by a process before this one, and "b"
+                // stored by another worker that took it over (its record tells that a second store left nothing).
                 try ledger.withConnection { connection in
                     try connection.execute(
                         """
                         UPDATE mediafetch_items SET lease_until = now() + interval '2 seconds' WHERE run = 'beats';
-                        UPDATE mediafetch_items SET claimed_by = 'w1' WHERE run = 'beats' AND item_id = 'left'
+                        UPDATE mediafetch_items SET claimed_by = 'w1' WHERE run = 'beats' AND item_id = 'left';
+                        UPDATE mediafetch_items SET status = 'stored', claimed_by = NULL, lease_until = NULL
+                        WHERE run = 'beats' AND item_id = 'b'
                         """)
                 }
+                #expect(ledger.claimedAt.withLock { $0[Self.key("b")] } != nil)
                 try ledger.heartbeat(stored: 1, bytes: 7)
+                // The claim the server no longer counts as this worker's is forgotten; the renewed one is kept.
+                #expect(ledger.claimedAt.withLock { $0[Self.key("b")] } == nil)
+                #expect(ledger.claimedAt.withLock { $0[Self.key("a")] } != nil)
                 let (leases, worker) = try ledger.withConnection { connection in
                     let leases = try connection.query(
                         """
@@ -214,8 +221,8 @@ struct BatchTests {
                     }
                     return (renewed, said)
                 }
-                // c's lease, set above after its store, is left as it was.
-                #expect(leases == ["a: true", "b: true", "c: false", "left: false"])
+                // Stored ones are not renewed: c's lease, set above after its store, and b's, cleared by its store.
+                #expect(leases == ["a: true", "b: none", "c: false", "left: false"])
                 #expect(worker == [[1, 7, 1]])
             }
         }

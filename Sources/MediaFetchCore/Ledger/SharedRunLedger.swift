@@ -79,7 +79,9 @@ public protocol SharedRunLedger: RunLedger {
     /// Claims up to `limit` open assets, lowest place first, skipping what others hold.
     func claim(limit: Int) throws -> [PlannedAsset]
 
-    /// Renews this worker's leases and says how it is doing.
+    /// Renews the leases of the claims this worker took (``claim(limit:)``) and has not stored, failed or given
+    /// back, and says how it is doing. A claim the worker's name holds that it did not take (an earlier process of
+    /// the same name left it) is not renewed: its lease runs out, and it is claimed again.
     func heartbeat(stored: Int, bytes: Int64) throws
 
     /// Whether this worker still holds its claim on `key` (and renews it): checked right before a store.
