@@ -8,11 +8,13 @@
 #   Benchmarks/pairs.sh OLD NEW                                     # 8 pairs, 20,000 x 10 KB, sync: false
 #   PAIRS=6 TOOL=mediafetch-durable Benchmarks/pairs.sh OLD NEW     # the durable default
 #   ROW=100000x1 PAIRS=4 Benchmarks/pairs.sh OLD NEW
+#   ROW=20000x1 TOOL=mediafetch-shared Benchmarks/pairs.sh OLD NEW  # a worker of a shared run (PostgreSQL)
 #
 # OLD and NEW are mediafetch binaries (build each with `swift build -c release --static-swift-stdlib --product
 # mediafetch` and copy it aside). Environment: PAIRS (default 8), ROW (COUNTxKB, default 20000x10), TOOL
-# (mediafetch-nosync, the default, or mediafetch-durable), SERVER and CACHE as for million.sh, FRESH_FS (default 1:
-# each run on an ext4 made for it, which needs root, mkfs.ext4 and a loop device; set it empty to write into /tmp).
+# (mediafetch-nosync, the default, mediafetch-durable, or mediafetch-shared: a worker of a shared run, with a fresh
+# PostgreSQL each run), SERVER and CACHE as for million.sh, FRESH_FS (default 1: each run on an ext4 made for it,
+# which needs root, mkfs.ext4 and a loop device; set it empty to write into /tmp).
 set -euo pipefail
 
 [[ $# -eq 2 ]] || { echo "usage: Benchmarks/pairs.sh OLD-BINARY NEW-BINARY (see the comment at the top)" >&2; exit 2; }
@@ -26,8 +28,8 @@ PAIRS=${PAIRS:-8}
 ROW=${ROW:-20000x10}
 TOOL=${TOOL:-mediafetch-nosync}
 case $TOOL in
-    mediafetch-nosync | mediafetch-durable) ;;
-    *) echo "TOOL must be mediafetch-nosync or mediafetch-durable, not $TOOL" >&2; exit 2 ;;
+    mediafetch-nosync | mediafetch-durable | mediafetch-shared) ;;
+    *) echo "TOOL must be mediafetch-nosync, mediafetch-durable or mediafetch-shared, not $TOOL" >&2; exit 2 ;;
 esac
 export FRESH_FS=${FRESH_FS-1}
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
