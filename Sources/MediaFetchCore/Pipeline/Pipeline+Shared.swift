@@ -41,7 +41,6 @@ extension Pipeline {
         var away: String?
         do {
             try Self.prepareStaging(options.stagingDirectory)
-            if Self.holdsNoPartialFile(options.stagingDirectory) { run.stagingWasEmpty.store(true, ordering: .relaxed) }
             try await retry { try ledger.join() }
             let ticker = Task { await run.tickLedger() }
             defer { ticker.cancel() }

@@ -732,15 +732,11 @@ public struct Pipeline: Sendable {
 
     /// Where a download can go on from (``ResumePoint``); kept bytes it cannot go on from are removed.
     private func resumePoint(_ job: Job, path: String, _ run: RunState) -> (Int64, Validator?) {
-        // Nothing to resume, and no file to remove, when the staging folders held none as the run began and the
-        // ledger knows of nothing received: an item it does not know, or one begun and never answered (a shared
-        // run's planned asset, which a worker claims once), was not fetched before in this run (ids are not
-        // repeated, and a queue, which can bring an item again, is not such a run). The `stat` of a file that is
-        // not there was a few percent of a many-small-files run, and 7.6% of a shared worker's. (A shared asset
-        // this worker claims again after losing its claim mid-download may have left a file: it is fetched from the
-        // start, and the transport cuts that file back, without a resume.)
-        let nothingReceived = job.entry.map { $0.receivedBytes == 0 && $0.validator == nil } ?? true
-        if nothingReceived && run.stagingWasEmpty.load(ordering: .relaxed) { return (0, nil) }
+        // Nothing to resume without an entry, and no file to remove when the staging folders held none as the run
+        // began: an item the ledger does not know was not fetched before in this run (ids are not repeated, and a
+        // queue, which can bring an item again, is not such a run). The `stat` of a file that is not there was a
+        // few percent of a many-small-files run.
+        if job.entry == nil && run.stagingWasEmpty.load(ordering: .relaxed) { return (0, nil) }
         let size = (try? Self.fileSize(atPath: path)) ?? 0
         let point = ResumePoint.decide(kept: size, entry: job.entry, url: job.url, refetch: options.refetch)
         if size > 0 && point.offset == 0 { _ = unlink(path) }

@@ -27,7 +27,7 @@ final class RunState: Sendable {
     /// The staging folder's path (see ``Pipeline/stagingPath(inFolder:source:itemID:asset:)``).
     let stagingFolder: String
     /// Set before the first item when the staging folders held no file as the run began and no item can come
-    /// twice: then an item of which the ledger records nothing received (or nothing at all) has no staging file.
+    /// twice: then a staging file exists only for an item the ledger knows of.
     let stagingWasEmpty = Atomic(false)
     /// Downloads under way, from their first attempt to their store, retry delays included: twice the
     /// transfer slots. A store does not hold a place, so a durable one waiting on the disk does not hold the
