@@ -366,11 +366,11 @@ public final class DownloadQueue: Sendable {
     /// handed to the pipeline again (so that the sink plans names in the same order), held when paused or failed.
     private func restore() throws {
         let rows = try store.rows(source: sourceName)
-        guard !rows.isEmpty else { return }
-        let entries = try ledger.entries(source: sourceName)
         for row in rows {
             let item = row.item
-            let ledgerEntry = entries[LedgerKey(source: sourceName, itemID: item.id, asset: .preview)]
+            // Each row's entry on its own: the ledger may hold far more of this source than the queue (batch runs on
+            // the same state directory), and all of it was read into memory to find the queue's.
+            let ledgerEntry = try ledger.entry(LedgerKey(source: sourceName, itemID: item.id, asset: .preview))
             var download = Download(
                 id: item.id, title: item.title, artist: item.artist, status: row.state,
                 receivedBytes: keptBytes(item.id), expectedBytes: ledgerEntry?.expectedBytes)
