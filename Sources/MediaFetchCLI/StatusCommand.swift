@@ -325,8 +325,7 @@ struct SharedStatus: Encodable {
     init(spec: PipelineSpec, ledger: any SharedRunLedger) throws {
         run = spec.runName
         self.ledger = ledger.location
-        let progress = try ledger.progress()
-        planned = progress.planned
+        planned = try ledger.isPlanned()
         // Counted where the rows are: a run of a million items is not read into memory to be counted.
         let counts = try ledger.statusCounts()
         totals = Dictionary(uniqueKeysWithValues: LedgerStatus.allCases.map { ($0.rawValue, counts[$0] ?? 0) })

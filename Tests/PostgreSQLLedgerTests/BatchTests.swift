@@ -228,6 +228,28 @@ struct BatchTests {
         }
     }
 
+    /// Whether the round is planned reads the run's own row, and says what progress() says of it.
+    @Test func isPlannedFollowsTheRoundsPlanning() async throws {
+        try await PostgreSQLServer.with { server in
+            let uri = server.uri
+            try await PostgreSQLServer.offThePool {
+                let ledger = try PostgreSQLLedger(uri: uri, run: "rounds", worker: "w1")
+                #expect(try !ledger.isPlanned(), "a run no one joined")
+                try ledger.join()
+                #expect(try !ledger.isPlanned())
+                #expect(try ledger.tryToPlan())
+                try ledger.finishPlanning(sourceError: nil)
+                #expect(try ledger.isPlanned())
+                #expect(try ledger.progress().planned)
+                // Joined again with no one else at work: a new round, to be planned again.
+                try ledger.leave(state: "done")
+                try ledger.join()
+                #expect(try !ledger.isPlanned())
+                #expect(try !ledger.progress().planned)
+            }
+        }
+    }
+
     /// Adds 20,000 rows with `status` to `run`, under statistics taken while the table held another run only, of
     /// 20,000 stored rows (and autovacuum off, so that none are taken after): the server then expects next to no
     /// row of `run`, and next to no open row at all.

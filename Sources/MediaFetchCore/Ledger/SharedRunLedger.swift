@@ -93,11 +93,19 @@ public protocol SharedRunLedger: RunLedger {
     /// Where the run stands.
     func progress() throws -> SharedRunProgress
 
+    /// Whether the round is planned (``progress()``'s `planned`), without counting the open assets: a planner's
+    /// wait and `mediafetch status` ask only this. The default asks ``progress()``.
+    func isPlanned() throws -> Bool
+
     /// Leaves the run, saying how this worker ended (`done`, `interrupted`, `paused`).
     func leave(state: String) throws
 
     /// Every worker that joined the run, with what it holds and has done (`mediafetch status`).
     func workers() throws -> [SharedRunWorker]
+}
+
+extension SharedRunLedger {
+    public func isPlanned() throws -> Bool { try progress().planned }
 }
 
 /// One worker of a shared run, as `mediafetch status` shows it.

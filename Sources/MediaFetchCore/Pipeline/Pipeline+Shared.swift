@@ -99,7 +99,7 @@ extension Pipeline {
     ) async throws {
         while true {
             try Task.checkCancellation()
-            if try await retry({ try ledger.progress().planned }) { return }
+            if try await retry({ try ledger.isPlanned() }) { return }
             if try await retry({ try ledger.tryToPlan() }) {
                 run.planningHere.withLock { $0 = true }
                 defer { run.planningHere.withLock { $0 = false } }
