@@ -19,8 +19,8 @@ import Synchronization
 /// test framework, so it works the same from Swift Testing and from XCTest. The clauses, in ``Clause/all``:
 /// status and headers, streaming with the validator, resume with `Range` and `If-Range`, restart when the file
 /// changed, error statuses, redirects and refused schemes, truncation, reset, stall, cancellation, a hundred
-/// transfers at once, keep-alive, a 512 MiB file with flat memory, a body kept in memory only as the request
-/// allows (and written out when its transfer fails); and uploads: the exact bytes of a file range
+/// transfers at once, keep-alive (also after a 404), a 512 MiB file with flat memory, a body kept in memory only as
+/// the request allows (and written out when its transfer fails); and uploads: the exact bytes of a file range
 /// or a buffer with the request's headers, a range of a file, a 512 MiB upload with flat memory (or, from a
 /// transport whose ``Transport/maxUploadBodyBytes`` is smaller, its refusal before anything is sent), and
 /// cancellation of an upload.
@@ -137,8 +137,8 @@ extension TransportContract.Clause {
             .statusAndHeaders, .streamsWithValidator, .resumesWithIfRange, .restartsWhenChanged,
             .errorStatusKeepsBytes, .redirectsOnlyToHTTP, .refusesOtherSchemes, .truncationIsAnError,
             .resetIsAnError, .stallTimesOut, .cancellationReachesTheTransfer, .hundredAtOnce, .reusesConnections,
-            .largeFileFlatMemory, .keepsBodiesInMemoryWhenAllowed, .uploadStreamsTheBytes, .uploadsAFileRange,
-            .largeUploadFlatMemory, .uploadCancellation,
+            .reusesConnectionsAfterErrors, .largeFileFlatMemory, .keepsBodiesInMemoryWhenAllowed,
+            .uploadStreamsTheBytes, .uploadsAFileRange, .largeUploadFlatMemory, .uploadCancellation,
         ]
     }
 
@@ -633,6 +633,25 @@ extension TransportContract.Clause {
             }
             let opened = context.server.connectionsAccepted - before
             try demand(opened <= 2, "twenty sequential transfers opened \(opened) connections, expected 1 or 2")
+        }
+    }
+
+    /// A failed download whose answer is small (a 404 page) leaves its connection open for the next: a list with many
+    /// missing files does not open a connection (over TLS, a handshake) for each of them.
+    public static let reusesConnectionsAfterErrors = Self("keep-alive: a 404 keeps its connection") { context in
+        try await context.with(concurrency: 2) { transport in
+            let before = context.server.connectionsAccepted
+            for index in 0..<20 {
+                let error = try await expectError(TransportError.self, "a download of missing file \(index)") {
+                    _ = try await transport.download(
+                        DownloadRequest(
+                            url: context.server.url(path: "/missing-\(index).m4a"), destination: context.file())
+                    ) { _ in }
+                }
+                try demand(error.status == 404, "threw \(error), expected HTTP 404")
+            }
+            let opened = context.server.connectionsAccepted - before
+            try demand(opened <= 2, "twenty sequential 404s opened \(opened) connections, expected 1 or 2")
         }
     }
 
