@@ -9,6 +9,7 @@
 #   ROWS=10000x1 TOOLS="mediafetch-nosync" Benchmarks/million.sh
 #   ROWS="10000x1 100000x1" TOOLS="mediafetch-shared" Benchmarks/million.sh   # a worker of a shared run
 #   SERVER=python ROWS="200x10 2000x10 20000x10" TOOLS="mediafetch-nosync curl" Benchmarks/million.sh
+#   SERVER=nginx-debian ROWS="20000x10 200000x1" Benchmarks/million.sh         # nginx as Debian configures it
 #
 # Environment: ROWS (COUNTxKB words, default "20000x10 100000x1"), RUNS (rounds, default 1; the median is
 # printed), CONCURRENCY (default 16), TOOLS (default: mediafetch-nosync mediafetch-durable curl wget; also
@@ -18,7 +19,8 @@
 # WGET_MAX (the largest count wget is run for, default 100000: it fetches one at a time), FRESH_FS (set: each run
 # writes into an ext4 made for it, see fresh_filesystem; needs root, mkfs.ext4 and a loop device), CACHE (where the
 # trees are generated once, default .build/bench-cache), MEDIAFETCH (a prebuilt binary; default: swift build
-# -c release), SERVER (nginx, the default: one worker, buffered log, keep-alive without a limit; or python:
+# -c release), SERVER (nginx, the default: one worker, buffered log, keep-alive without a limit; nginx-debian: nginx
+# with Debian's own /etc/nginx/nginx.conf, a worker a core, every request logged, 1,000 requests a connection; or python:
 # `python3 -m http.server` as anyone starts it, HTTP/1.0, a connection a request, a listen backlog of 5, every
 # request logged to its stderr). Each round runs every tool once, in turn, so a drift of the machine falls on all
 # alike.
@@ -108,12 +110,30 @@ case $SERVER in
         start_nginx "log_format count '\$status'; access_log $WORK/nginx/access.log count buffer=64k flush=1s;" \
             "listen 127.0.0.1:$PORT; root $CACHE;"
         ;;
+    nginx-debian)
+        # nginx as Debian configures it (/etc/nginx/nginx.conf): a worker a core, 768 connections a worker, every
+        # request logged unbuffered, a connection closed after 1,000 requests (nginx's default), gzip on. Only where
+        # its files go changes, and its one site is ours.
+        [[ -f /etc/nginx/nginx.conf ]] || { echo "missing: /etc/nginx/nginx.conf (apt-get install nginx-common)" >&2; exit 2; }
+        mkdir -p "$WORK/nginx/tmp"
+        sed -e "s#^pid .*#pid $WORK/nginx/nginx.pid;#" -e "s#^error_log .*#error_log $WORK/nginx/error.log;#" \
+            -e "s#access_log /var/log/nginx/access.log;#access_log $WORK/nginx/access.log;#" \
+            -e "s#include /etc/nginx/sites-enabled/\*;#client_body_temp_path $WORK/nginx/tmp/body; server { listen 127.0.0.1:$PORT; root $CACHE; }#" \
+            /etc/nginx/nginx.conf > "$WORK/nginx/nginx.conf"
+        for line in "pid $WORK/nginx/nginx.pid;" "access_log $WORK/nginx/access.log;" "listen 127.0.0.1:$PORT;"; do
+            grep -qF "$line" "$WORK/nginx/nginx.conf" \
+                || { echo "/etc/nginx/nginx.conf is not as Debian ships it (no place for: $line)" >&2; exit 2; }
+        done
+        chmod 755 "$WORK"   # its workers run as www-data
+        nginx -c "$WORK/nginx/nginx.conf" -e "$WORK/nginx/error.log" -g 'daemon off;' &
+        NGINX_PID=$!
+        ;;
     python)
         # The server a person starts in a folder to share it, unchanged: a thread and a connection a request.
         python3 -m http.server "$PORT" --bind 127.0.0.1 --directory "$CACHE" > /dev/null 2> "$WORK/python.log" &
         NGINX_PID=$!   # start_nginx's name for the server's process, which cleanup stops
         ;;
-    *) echo "SERVER must be nginx or python, not $SERVER" >&2; exit 2 ;;
+    *) echo "SERVER must be nginx, nginx-debian or python, not $SERVER" >&2; exit 2 ;;
 esac
 for _ in $(seq 100); do curl -s --noproxy '*' -o /dev/null "http://127.0.0.1:$PORT/" && break; sleep 0.1; done
 BASE="http://127.0.0.1:$PORT"
