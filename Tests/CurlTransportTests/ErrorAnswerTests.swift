@@ -1,0 +1,45 @@
+import CurlTransport
+import Foundation
+import MediaFetchCore
+import MediaFetchTesting
+import Testing
+
+/// A download that fails on its answer's status reads a small answer to its end and drops it, so that its connection
+/// serves the next request; a large one (over 64 KiB) it refuses at once, as before, and its connection closes. (The
+/// transport contract's `reusesConnectionsAfterErrors` checks the small error page every transport must handle.)
+@Suite("CurlTransport's failed answers")
+struct ErrorAnswerTests {
+    /// Three downloads in a row, one at a time, each answered 404 with a body of `size` bytes: the connections they
+    /// took.
+    private func connections(forErrorAnswersOf size: Int) async throws -> Int {
+        let server = try MockCatalogServer()
+        defer { server.stop() }
+        let page = [UInt8](repeating: UInt8(ascii: "x"), count: size)
+        server.setFaultHook { _ in .respond(status: 404, headers: [("Content-Type", "text/html")], body: page) }
+        let transport = try CurlTransport(.init(concurrency: 1, threads: 1))
+        try await withTemporaryDirectory { directory in
+            for index in 0..<3 {
+                let request = DownloadRequest(
+                    url: server.url(path: "/gone-\(index).m4a"),
+                    destination: directory.appendingPathComponent("\(index).part"))
+                let error = await #expect(throws: TransportError.self) {
+                    _ = try await transport.download(request) { _ in }
+                }
+                #expect(error?.status == 404)
+            }
+        }
+        await transport.shutdown()
+        #expect(server.requests.count == 3)
+        return server.connectionsAccepted
+    }
+
+    /// 60 KiB: several of libcurl's pieces, all within the limit.
+    @Test func aSmallErrorAnswerIsReadToItsEndAndKeepsItsConnection() async throws {
+        #expect(try await connections(forErrorAnswersOf: 60 * 1024) == 1)
+    }
+
+    /// 1 MiB is not read to keep a connection: each of the three takes a new one.
+    @Test func aLargeErrorAnswerIsRefusedAndItsConnectionClosed() async throws {
+        #expect(try await connections(forErrorAnswersOf: 1 << 20) == 3)
+    }
+}
