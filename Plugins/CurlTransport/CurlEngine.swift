@@ -11,7 +11,8 @@ import Synchronization
 ///
 /// `@unchecked Sendable`: ``inbox`` is behind a `Mutex`; ``multi`` is only used by the engine thread apart
 /// from `wakeup`, which is thread-safe and made under ``waking`` (as is the engine's replacing of its handle,
-/// so that a wakeup never meets a freed one); ``running`` and ``connections`` are atomics; the rest is immutable.
+/// so that a wakeup never meets a freed one); ``running`` and ``connections`` are atomics; ``draining`` is the engine
+/// thread's alone; the rest is immutable.
 final class CurlEngine: @unchecked Sendable {
     private enum Command {
         /// A transfer to run once its server's ramp gives it a place.
@@ -58,6 +59,10 @@ final class CurlEngine: @unchecked Sendable {
     /// The transport's ramps, shared by its engines: a transfer added waits in its server's line there until the
     /// server may take one more request.
     private let ramps: TransferRamps
+
+    /// Failed transfers reading the rest of their answer (``CurlTransfer/drainingSince``), which the engine ends once
+    /// ``CurlTransfer/drainTime`` has passed. Only the engine thread touches it: libcurl calls back there.
+    private var draining: [CurlTransfer] = []
 
     init(
         maxConnections: Int, maxPerHost: Int, ramps: TransferRamps, name: String = "mediafetch.curl"
@@ -166,6 +171,32 @@ final class CurlEngine: @unchecked Sendable {
     }
 
     // MARK: The engine thread
+
+    /// Called by a failed transfer, on the engine thread, when it begins to drop the rest of its answer.
+    func watchDraining(_ transfer: CurlTransfer) {
+        draining.append(transfer)
+    }
+
+    /// Ends the draining transfers whose time is up (with their failure: libcurl closes their connections), forgets
+    /// those that ended; returns the earliest time one of the others is up.
+    private func endDrainsDue(in active: inout [UnsafeMutableRawPointer: CurlTransfer]) -> ContinuousClock.Instant? {
+        let now = ContinuousClock.now
+        var earliest: ContinuousClock.Instant?
+        draining.removeAll { transfer in
+            let handle = transfer.easy.handle
+            guard active[handle] === transfer, let since = transfer.drainingSince else { return true }
+            let due = since + CurlTransfer.drainTime
+            guard due <= now else {
+                earliest = min(earliest ?? due, due)
+                return false
+            }
+            active[handle] = nil
+            try? multi.remove(transfer.easy)
+            transfer.complete(CURLE_ABORTED_BY_CALLBACK)
+            return true
+        }
+        return earliest
+    }
 
     /// How long a poll may wait: a second, or until the earliest paused transfer may go on (at least 1 ms).
     static func pollTimeout(until wake: ContinuousClock.Instant?) -> Int32 {
@@ -291,6 +322,7 @@ final class CurlEngine: @unchecked Sendable {
                 // first transfer in line to run out of time.
                 var wake = mayPause ? active.values.lazy.compactMap(\.pausedUntil).min() : nil
                 if let lineDeadline { wake = min(wake ?? lineDeadline, lineDeadline) }
+                if !draining.isEmpty, let due = endDrainsDue(in: &active) { wake = min(wake ?? due, due) }
                 // Declared under the inbox's lock, so that a command either is seen here or sends a wakeup.
                 let idle = inbox.withLock { inbox in
                     guard inbox.commands.isEmpty, !inbox.stopping else { return false }

@@ -76,6 +76,9 @@ final class CurlTransfer: @unchecked Sendable {
     private var failure: TransportError?
     /// Bytes of the answer dropped after ``failure`` (``drain(_:)``).
     private var drained = 0
+    /// When the transfer began to drop the rest of a failed answer (``drain(_:)``): after ``drainTime`` the engine
+    /// ends it.
+    private(set) var drainingSince: ContinuousClock.Instant?
     /// Whether the final response's status was looked at (on its first body byte, or at the end when it had none).
     private var started = false
     /// Whether the server answered: a status line came (any status line: the server accepted the connection). The
@@ -244,14 +247,28 @@ final class CurlTransfer: @unchecked Sendable {
 
     /// The most of a failed transfer's answer that is read on and dropped, so that its connection serves the next.
     static let drainLimit = 64 * 1024
+    /// How long a failed transfer may take to read the rest of its answer: a slower one's connection is not worth
+    /// keeping (a new one costs a round trip or three), and its slot is wanted.
+    static let drainTime = Duration.seconds(1)
 
     /// After a failure (an error status, a file that cannot be written): drops the bytes and reads on to the end of a
     /// small answer, so that libcurl ends the request cleanly and keeps its connection. Refusing them aborts the
     /// transfer, and libcurl then closes the connection: 20,000 missing files of a URL list took 20,000 connections
-    /// (and, over TLS, as many handshakes). An answer announced, or grown, past ``drainLimit`` is refused at once.
-    /// The transfer still ends with its failure.
+    /// (and, over TLS, as many handshakes). An answer announced, or grown, past ``drainLimit`` is refused at once,
+    /// and so is a piece that comes after ``drainTime``; one that never comes, the engine ends then. The transfer
+    /// ends with its failure either way. The dropped bytes pay into the rate limit, without pausing.
     private func drain(_ count: Int) -> Receipt {
+        // Only ever after a failure, which is what the transfer ends with: without one, dropping bytes would make a
+        // success of a body never kept.
+        guard failure != nil else { return .refused }
         drained += count
+        _ = limiter?.pay(count)
+        let now = ContinuousClock.now
+        if drainingSince == nil {
+            drainingSince = now
+            engine?.watchDraining(self)
+        }
+        guard let drainingSince, now - drainingSince <= Self.drainTime else { return .refused }
         return (expected ?? 0) <= Int64(Self.drainLimit) && drained <= Self.drainLimit ? .taken : .refused
     }
 

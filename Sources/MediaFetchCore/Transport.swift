@@ -22,7 +22,8 @@ import Foundation
 ///   holds no more of a file in memory than ``maxUploadBodyBytes`` (none at all, streaming, when that is `nil`);
 ///   it answers whatever the status, like ``send(_:)``, and a cancelled upload stops promptly. A transport that cannot upload keeps the default, which throws
 ///   ``TransportError/Code/unsupported``.
-/// * The same instance serves many concurrent calls, and reuses connections between them.
+/// * The same instance serves many concurrent calls, and reuses connections between them, also after a download
+///   that failed on a small answer (a 404 page: read it to its end rather than close the connection).
 public protocol Transport: Sendable {
     /// How many downloads the pipeline should run at once with this transport.
     var maxConcurrentTransfers: Int { get }

@@ -33,13 +33,32 @@ struct ErrorAnswerTests {
         return server.connectionsAccepted
     }
 
-    /// 60 KiB: several of libcurl's pieces, all within the limit.
-    @Test func aSmallErrorAnswerIsReadToItsEndAndKeepsItsConnection() async throws {
-        #expect(try await connections(forErrorAnswersOf: 60 * 1024) == 1)
+    /// Up to 64 KiB (several of libcurl's pieces) an error answer is read to its end, and the three share one
+    /// connection; a byte more, or 1 MiB, is not read to keep a connection, and each of the three takes a new one.
+    @Test(arguments: [(60 * 1024, 1), (64 * 1024, 1), (64 * 1024 + 1, 3), (1 << 20, 3)])
+    func anErrorAnswerKeepsItsConnectionOnlyWhenSmall(size: Int, connections expected: Int) async throws {
+        #expect(try await connections(forErrorAnswersOf: size) == expected)
     }
 
-    /// 1 MiB is not read to keep a connection: each of the three takes a new one.
-    @Test func aLargeErrorAnswerIsRefusedAndItsConnectionClosed() async throws {
-        #expect(try await connections(forErrorAnswersOf: 1 << 20) == 3)
+    /// An error answer whose body stops coming ends with its status after a second (``CurlTransfer/drainTime``), not
+    /// when the stalled connection times out (two minutes here) or the server gives up (five).
+    @Test(.timeLimit(.minutes(1)))
+    func aStalledErrorAnswerEndsAtOnce() async throws {
+        let server = try MockCatalogServer()
+        defer { server.stop() }
+        let page = [UInt8](repeating: UInt8(ascii: "x"), count: 1_000)
+        server.setFaultHook { _ in
+            .combined([.respond(status: 404, headers: [], body: page), .stall(afterBytes: 100, seconds: 300)])
+        }
+        let transport = try CurlTransport(.init(concurrency: 1, timeout: .seconds(300), lowSpeedTime: .seconds(120)))
+        try await withTemporaryDirectory { directory in
+            let request = DownloadRequest(
+                url: server.url(path: "/stalled.m4a"), destination: directory.appendingPathComponent("stalled.part"))
+            let error = await #expect(throws: TransportError.self) {
+                _ = try await transport.download(request) { _ in }
+            }
+            #expect(error?.status == 404)
+        }
+        await transport.shutdown()
     }
 }
