@@ -113,18 +113,29 @@ case $SERVER in
     nginx-debian)
         # nginx as Debian configures it (/etc/nginx/nginx.conf): a worker a core, 768 connections a worker, every
         # request logged unbuffered, a connection closed after 1,000 requests (nginx's default), gzip on. Only where
-        # its files go changes, and its one site is ours.
+        # its files go changes (pid, logs, temporary files, all under $WORK), and its one site is ours: the sites and
+        # conf.d folders are left out.
         [[ -f /etc/nginx/nginx.conf ]] || { echo "missing: /etc/nginx/nginx.conf (apt-get install nginx-common)" >&2; exit 2; }
         mkdir -p "$WORK/nginx/tmp"
-        sed -e "s#^pid .*#pid $WORK/nginx/nginx.pid;#" -e "s#^error_log .*#error_log $WORK/nginx/error.log;#" \
+        temp_paths=""
+        for kind in client_body proxy fastcgi uwsgi scgi; do temp_paths+="${kind}_temp_path $WORK/nginx/tmp/$kind; "; done
+        sed -e "s#^\s*pid .*#pid $WORK/nginx/nginx.pid;#" -e "s#^\s*error_log .*#error_log $WORK/nginx/error.log;#" \
             -e "s#access_log /var/log/nginx/access.log;#access_log $WORK/nginx/access.log;#" \
-            -e "s#include /etc/nginx/sites-enabled/\*;#client_body_temp_path $WORK/nginx/tmp/body; server { listen 127.0.0.1:$PORT; root $CACHE; }#" \
+            -e "s#include /etc/nginx/conf.d/\*.conf;##" \
+            -e "s#include /etc/nginx/sites-enabled/\*;#${temp_paths}server { listen 127.0.0.1:$PORT; root $CACHE; }#" \
             /etc/nginx/nginx.conf > "$WORK/nginx/nginx.conf"
-        for line in "pid $WORK/nginx/nginx.pid;" "access_log $WORK/nginx/access.log;" "listen 127.0.0.1:$PORT;"; do
+        for line in "pid $WORK/nginx/nginx.pid;" "error_log $WORK/nginx/error.log;" \
+            "access_log $WORK/nginx/access.log;" "listen 127.0.0.1:$PORT;"; do
             grep -qF "$line" "$WORK/nginx/nginx.conf" \
                 || { echo "/etc/nginx/nginx.conf is not as Debian ships it (no place for: $line)" >&2; exit 2; }
         done
-        chmod 755 "$WORK"   # its workers run as www-data
+        if [[ $(id -u) -eq 0 ]]; then
+            # Its workers run as www-data: they must reach the files, and write nothing of ours but through root's
+            # descriptors.
+            chmod 755 "$WORK"
+            runuser -u www-data -- test -x "$CACHE" -a -r "$CACHE" \
+                || { echo "www-data cannot read $CACHE (nginx-debian's workers run as www-data): set CACHE" >&2; exit 2; }
+        fi
         nginx -c "$WORK/nginx/nginx.conf" -e "$WORK/nginx/error.log" -g 'daemon off;' &
         NGINX_PID=$!
         ;;

@@ -22,7 +22,7 @@ ROOT=$(cd "$(dirname "$0")/.." && pwd)
 unset http_proxy https_proxy HTTP_PROXY HTTPS_PROXY all_proxy ALL_PROXY no_proxy NO_PROXY
 
 for tool in nginx curl /usr/bin/time python3 ${TLS:+openssl}; do
-    command -v "$tool" > /dev/null || { echo "missing: $tool (apt-get install nginx-light curl time)" >&2; exit 2; }
+    command -v "$tool" > /dev/null || { echo "missing: $tool (apt-get install nginx-light curl time openssl)" >&2; exit 2; }
 done
 
 source "$ROOT/Benchmarks/common.sh"
@@ -87,25 +87,41 @@ connections() {
     sort -u "$WORK/nginx/access.log" | wc -l
 }
 
-# run_one TOOL: runs it in an empty folder; prints "wall rss_kb cpu connections requests". Every tool fails (each
-# download does), so its exit status is not looked at; the server's log says that each URL was asked for once (a
-# count other than COUNT is reported).
+# ended_as_expected TOOL STATUS: whether the tool ended as it should when every download fails: mediafetch with 1
+# and every item failed, curl --fail with 22, plain curl with 0 (it stores the error pages).
+ended_as_expected() {
+    case $1 in
+        mediafetch) [[ $2 -eq 1 ]] && grep -q "^0 stored, $COUNT failed" "$WORK/$1.log" ;;
+        curl-fail) [[ $2 -eq 22 ]] ;;
+        curl) [[ $2 -eq 0 ]] ;;
+    esac
+}
+
+# run_one TOOL: runs it in an empty folder; prints "wall rss_kb cpu connections requests", or FAIL five times when it
+# did not end as it should or the server's log does not show each URL asked for once.
 run_one() {
-    local command=() before_connections before_lines after_connections after_lines
+    local command=() before_connections before_lines after_connections after_lines status=0
     rm -rf "$WORK/out" "$WORK/out.state" && mkdir -p "$WORK/out"
     before_connections=$(connections)
     before_lines=$(wc -l < "$WORK/nginx/access.log")
     mapfile -t command < <(command_for "$1")
-    (cd "$WORK/out" && /usr/bin/time -f "%e %M %U %S" -o "$WORK/time.txt" "${command[@]}" > "$WORK/$1.log" 2>&1) || true
+    (cd "$WORK/out" && /usr/bin/time -f "%e %M %U %S" -o "$WORK/time.txt" "${command[@]}" > "$WORK/$1.log" 2>&1) \
+        || status=$?
     after_connections=$(connections)
     after_lines=$(wc -l < "$WORK/nginx/access.log")
-    (( after_lines - before_lines == COUNT )) \
-        || echo "  $1 sent $(( after_lines - before_lines )) requests for $COUNT URLs; see $1.log" >&2
+    if ! ended_as_expected "$1" "$status" || (( after_lines - before_lines != COUNT )); then
+        echo "  $1 failed (exit $status, $(( after_lines - before_lines )) requests for $COUNT URLs); its log:" >&2
+        tail -5 "$WORK/$1.log" >&2
+        echo "FAIL FAIL FAIL FAIL FAIL"
+        return
+    fi
     awk -v c=$(( after_connections - before_connections )) -v r=$(( after_lines - before_lines )) \
         'END { printf "%s %s %.2f %d %d\n", $1, $2, $3 + $4, c, r }' "$WORK/time.txt"
 }
 
-median() { sort -n | awk '{ v[NR] = $1 } END { print v[int((NR + 1) / 2)] }'; }
+median() {
+    sort -n | awk '$1 == "FAIL" { failed = 1 } { v[NR] = $1 } END { print failed ? "FAIL" : v[int((NR + 1) / 2)] }'
+}
 
 TOOLS="mediafetch curl-fail curl"
 declare -A walls=() rss=() cpus=() conns=() asked=()
@@ -125,9 +141,13 @@ printf '%-12s %-16s %9s %10s %14s %8s %12s %9s\n' "missing" "tool" "wall s" "pea
 base=$(printf '%s' "${walls[curl-fail]}" | median)
 for tool in $TOOLS; do
     wall=$(printf '%s' "${walls[$tool]}" | median)
+    if [[ $wall == FAIL ]]; then
+        printf '%-12s %-16s %9s\n' "$COUNT" "$tool" FAIL
+        continue
+    fi
     printf '%-12s %-16s %9s %10s %14s %8s %12s %9s\n' "$COUNT" "$tool" "$wall" \
         "$(printf '%s' "${rss[$tool]}" | median | awk '{ printf "%.1f", $1 / 1024 }')" \
-        "$(awk -v a="$wall" -v b="$base" 'BEGIN { printf "%.2fx", a / b }')" \
+        "$(awk -v a="$wall" -v b="$base" 'BEGIN { if (b == "FAIL" || b == 0) print "-"; else printf "%.2fx", a / b }')" \
         "$(printf '%s' "${cpus[$tool]}" | median)" "$(printf '%s' "${conns[$tool]}" | median)" \
         "$(printf '%s' "${asked[$tool]}" | median)"
 done
