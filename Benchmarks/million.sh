@@ -19,11 +19,11 @@
 # WGET_MAX (the largest count wget is run for, default 100000: it fetches one at a time), FRESH_FS (set: each run
 # writes into an ext4 made for it, see fresh_filesystem; needs root, mkfs.ext4 and a loop device), CACHE (where the
 # trees are generated once, default .build/bench-cache), MEDIAFETCH (a prebuilt binary; default: swift build
-# -c release), SERVER (nginx, the default: one worker, buffered log, keep-alive without a limit; nginx-debian: nginx
-# with Debian's own /etc/nginx/nginx.conf, a worker a core, every request logged, 1,000 requests a connection; or python:
-# `python3 -m http.server` as anyone starts it, HTTP/1.0, a connection a request, a listen backlog of 5, every
-# request logged to its stderr). Each round runs every tool once, in turn, so a drift of the machine falls on all
-# alike.
+# -c release), SERVER (nginx, the default: one worker, buffered log, keep-alive without a limit; nginx-debian:
+# nginx with Debian's own /etc/nginx/nginx.conf, a worker a core, every request logged, 1,000 requests a connection;
+# or python: `python3 -m http.server` as anyone starts it, HTTP/1.0, a connection a request, a listen backlog of 5,
+# every request logged to its stderr). Each round runs every tool once, in turn, so a drift of the machine falls on
+# all alike.
 set -euo pipefail
 
 ROWS=${ROWS:-"20000x10 100000x1"}
@@ -115,10 +115,13 @@ case $SERVER in
         # request logged unbuffered, a connection closed after 1,000 requests (nginx's default), gzip on. Only where
         # its files go changes (pid, logs, temporary files, all under $WORK), and its one site is ours: the sites and
         # conf.d folders are left out.
-        [[ -f /etc/nginx/nginx.conf ]] || { echo "missing: /etc/nginx/nginx.conf (apt-get install nginx-common)" >&2; exit 2; }
+        [[ -f /etc/nginx/nginx.conf ]] \
+            || { echo "missing: /etc/nginx/nginx.conf (apt-get install nginx-common)" >&2; exit 2; }
         mkdir -p "$WORK/nginx/tmp"
         temp_paths=""
-        for kind in client_body proxy fastcgi uwsgi scgi; do temp_paths+="${kind}_temp_path $WORK/nginx/tmp/$kind; "; done
+        for kind in client_body proxy fastcgi uwsgi scgi; do
+            temp_paths+="${kind}_temp_path $WORK/nginx/tmp/$kind; "
+        done
         sed -e "s#^\s*pid .*#pid $WORK/nginx/nginx.pid;#" -e "s#^\s*error_log .*#error_log $WORK/nginx/error.log;#" \
             -e "s#access_log /var/log/nginx/access.log;#access_log $WORK/nginx/access.log;#" \
             -e "s#include /etc/nginx/conf.d/\*.conf;##" \
@@ -133,8 +136,10 @@ case $SERVER in
             # Its workers run as www-data: they must reach the files, and write nothing of ours but through root's
             # descriptors.
             chmod 755 "$WORK"
-            runuser -u www-data -- test -x "$CACHE" -a -r "$CACHE" \
-                || { echo "www-data cannot read $CACHE (nginx-debian's workers run as www-data): set CACHE" >&2; exit 2; }
+            runuser -u www-data -- test -x "$CACHE" -a -r "$CACHE" || {
+                echo "www-data cannot read $CACHE (nginx-debian's workers run as www-data): set CACHE" >&2
+                exit 2
+            }
         fi
         nginx -c "$WORK/nginx/nginx.conf" -e "$WORK/nginx/error.log" -g 'daemon off;' &
         NGINX_PID=$!

@@ -22,7 +22,8 @@ ROOT=$(cd "$(dirname "$0")/.." && pwd)
 unset http_proxy https_proxy HTTP_PROXY HTTPS_PROXY all_proxy ALL_PROXY no_proxy NO_PROXY
 
 for tool in nginx curl /usr/bin/time python3 ${TLS:+openssl}; do
-    command -v "$tool" > /dev/null || { echo "missing: $tool (apt-get install nginx-light curl time openssl)" >&2; exit 2; }
+    command -v "$tool" > /dev/null \
+        || { echo "missing: $tool (apt-get install nginx-light curl time openssl)" >&2; exit 2; }
 done
 
 source "$ROOT/Benchmarks/common.sh"
@@ -76,7 +77,8 @@ YAML
 command_for() { # TOOL -> the command line, one word per line
     case $1 in
         mediafetch) printf '%s\n' "$MEDIAFETCH" run "$WORK/mediafetch.yaml" --quiet ;;
-        curl-fail) printf '%s\n' curl -s --noproxy '*' "${TRUST[@]}" --fail -Z --parallel-max 16 --config "$LIST.curl" ;;
+        curl-fail)
+            printf '%s\n' curl -s --noproxy '*' "${TRUST[@]}" --fail -Z --parallel-max 16 --config "$LIST.curl" ;;
         curl) printf '%s\n' curl -s --noproxy '*' "${TRUST[@]}" -Z --parallel-max 16 --config "$LIST.curl" ;;
     esac
 }
@@ -147,7 +149,8 @@ for tool in $TOOLS; do
     fi
     printf '%-12s %-16s %9s %10s %14s %8s %12s %9s\n' "$COUNT" "$tool" "$wall" \
         "$(printf '%s' "${rss[$tool]}" | median | awk '{ printf "%.1f", $1 / 1024 }')" \
-        "$(awk -v a="$wall" -v b="$base" 'BEGIN { if (b == "FAIL" || b == 0) print "-"; else printf "%.2fx", a / b }')" \
+        "$(awk -v a="$wall" -v b="$base" 'BEGIN { if (b == "FAIL" || b == 0) print "-"; else printf "%.2fx", a / b
+            }')" \
         "$(printf '%s' "${cpus[$tool]}" | median)" "$(printf '%s' "${conns[$tool]}" | median)" \
         "$(printf '%s' "${asked[$tool]}" | median)"
 done

@@ -360,6 +360,8 @@ final class CurlEngine: @unchecked Sendable {
             transfer.complete(stopped: Self.refusal(reason, for: transfer))
         }
         for transfer in unstarted { transfer.complete(stopped: Self.refusal(reason, for: transfer)) }
+        // Each held its engine: kept, the two would keep each other.
+        draining = []
         let waiters = inbox.withLock { inbox in
             inbox.stopped = true
             defer { inbox.stopWaiters = [] }

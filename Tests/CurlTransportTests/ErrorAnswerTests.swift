@@ -5,8 +5,9 @@ import MediaFetchTesting
 import Testing
 
 /// A download that fails on its answer's status reads a small answer to its end and drops it, so that its connection
-/// serves the next request; a large one (over 64 KiB) it refuses at once, as before, and its connection closes. (The
-/// transport contract's `reusesConnectionsAfterErrors` checks the small error page every transport must handle.)
+/// serves the next request; a large one (over 64 KiB), or one that takes over a second, it refuses, as it refused every
+/// one before, and its connection closes. (The transport contract's `reusesConnectionsAfterErrors` checks the small
+/// error page every transport must handle.)
 @Suite("CurlTransport's failed answers")
 struct ErrorAnswerTests {
     /// Three downloads in a row, one at a time, each answered 404 with a body of `size` bytes: the connections they
@@ -43,7 +44,7 @@ struct ErrorAnswerTests {
     /// An error answer whose body stops coming ends with its status after a second (``CurlTransfer/drainTime``), not
     /// when the stalled connection times out (two minutes here) or the server gives up (five).
     @Test(.timeLimit(.minutes(1)))
-    func aStalledErrorAnswerEndsAtOnce() async throws {
+    func aStalledErrorAnswerEndsAfterASecond() async throws {
         let server = try MockCatalogServer()
         defer { server.stop() }
         let page = [UInt8](repeating: UInt8(ascii: "x"), count: 1_000)
