@@ -10,6 +10,7 @@
 #   ROWS="10000x1 100000x1" TOOLS="mediafetch-shared" Benchmarks/million.sh   # a worker of a shared run
 #   SERVER=python ROWS="200x10 2000x10 20000x10" TOOLS="mediafetch-nosync curl" Benchmarks/million.sh
 #   SERVER=nginx-debian ROWS="20000x10 200000x1" Benchmarks/million.sh         # nginx as Debian configures it
+#   TLS=1 ROWS=20000x10 TOOLS="mediafetch-nosync curl" Benchmarks/million.sh   # over https (HTTP/2)
 #
 # Environment: ROWS (COUNTxKB words, default "20000x10 100000x1"), RUNS (rounds, default 1; the median is
 # printed), CONCURRENCY (default 16), TOOLS (default: mediafetch-nosync mediafetch-durable curl wget; also
@@ -22,8 +23,9 @@
 # -c release), SERVER (nginx, the default: one worker, buffered log, keep-alive without a limit; nginx-debian:
 # nginx with Debian's own /etc/nginx/nginx.conf, a worker a core, every request logged, 1,000 requests a connection;
 # or python: `python3 -m http.server` as anyone starts it, HTTP/1.0, a connection a request, a listen backlog of 5,
-# every request logged to its stderr). Each round runs every tool once, in turn, so a drift of the machine falls on
-# all alike.
+# every request logged to its stderr), TLS (set, with the default nginx: https, HTTP/2 where the client offers it,
+# with a self-signed certificate made for the run that every tool is told to trust; needs openssl). Each round runs
+# every tool once, in turn, so a drift of the machine falls on all alike.
 set -euo pipefail
 
 ROWS=${ROWS:-"20000x10 100000x1"}
@@ -104,11 +106,21 @@ fi
 
 PORT=$(free_port)
 mkdir -p "$CACHE"
+SCHEME=http LISTEN="listen 127.0.0.1:$PORT;" CA=""
+if [[ -n "${TLS:-}" ]]; then
+    [[ $SERVER == nginx ]] || { echo "TLS is for SERVER=nginx only" >&2; exit 2; }
+    command -v openssl > /dev/null || { echo "missing: openssl (apt-get install openssl)" >&2; exit 2; }
+    CA=$WORK/cert.pem
+    openssl req -x509 -newkey rsa:2048 -nodes -keyout "$WORK/key.pem" -out "$CA" -days 2 -subj "/CN=127.0.0.1" \
+        -addext "subjectAltName=IP:127.0.0.1" 2> /dev/null
+    SCHEME=https
+    LISTEN="listen 127.0.0.1:$PORT ssl http2; ssl_certificate $CA; ssl_certificate_key $WORK/key.pem;"
+fi
 case $SERVER in
     nginx)
         # Buffered, so that logging costs the server little; flushed when nginx stops or the buffer fills.
         start_nginx "log_format count '\$status'; access_log $WORK/nginx/access.log count buffer=64k flush=1s;" \
-            "listen 127.0.0.1:$PORT; root $CACHE;"
+            "$LISTEN root $CACHE;"
         ;;
     nginx-debian)
         # nginx as Debian configures it (/etc/nginx/nginx.conf): a worker a core, 768 connections a worker, every
@@ -151,8 +163,11 @@ case $SERVER in
         ;;
     *) echo "SERVER must be nginx, nginx-debian or python, not $SERVER" >&2; exit 2 ;;
 esac
-for _ in $(seq 100); do curl -s --noproxy '*' -o /dev/null "http://127.0.0.1:$PORT/" && break; sleep 0.1; done
-BASE="http://127.0.0.1:$PORT"
+for _ in $(seq 100); do
+    curl -s --noproxy '*' ${CA:+--cacert "$CA"} -o /dev/null "$SCHEME://127.0.0.1:$PORT/" && break
+    sleep 0.1
+done
+BASE="$SCHEME://127.0.0.1:$PORT"
 
 requests() { # how many requests the server has logged so far (waits out nginx's one-second log flush)
     if [[ $SERVER == python ]]; then
@@ -173,6 +188,7 @@ source:
 transport:
   use: curl
   concurrency: $CONCURRENCY
+${CA:+  ca-file: $CA}
 sink:
   use: directory
   path: $OUT
@@ -191,7 +207,9 @@ command_for() { # TOOL LIST -> the command line, one word per line
             # Each run a run of its own name (mediafetch_config's), so that none finds the last one's rows.
             printf '%s\n' "$MEDIAFETCH" run "$(mediafetch_config "$2" false "$LEDGER")" --quiet --worker w1 ;;
         curl | curl-sync)
-            awk '{ n = split($0, p, "/"); printf "url = \"%s\"\noutput = \"%s\"\n", $0, p[n] }' "$2" > "$2.curl"
+            # The certificate to trust, before the first URL: an option for every transfer.
+            { [[ -n $CA ]] && echo "cacert = \"$CA\""
+              awk '{ n = split($0, p, "/"); printf "url = \"%s\"\noutput = \"%s\"\n", $0, p[n] }' "$2"; } > "$2.curl"
             if [[ $1 == curl ]]; then
                 printf '%s\n' curl -s -S --noproxy '*' -Z --parallel-max "$CONCURRENCY" --config "$2.curl"
             else
@@ -199,7 +217,7 @@ command_for() { # TOOL LIST -> the command line, one word per line
                 printf '%s\n' sh -c 'curl -s -S --noproxy "*" -Z --parallel-max "$1" --config "$2" && sync -f .' \
                     curl-sync "$CONCURRENCY" "$2.curl"
             fi ;;
-        wget) printf '%s\n' wget -q --no-proxy -i "$2" -P "$OUT" ;;
+        wget) printf '%s\n' wget -q --no-proxy ${CA:+"--ca-certificate=$CA"} -i "$2" -P "$OUT" ;;
     esac
 }
 
