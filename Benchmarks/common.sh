@@ -33,6 +33,18 @@ PY
 fi
 }
 
+# stop_process PID...: stops each (SIGTERM) and waits for it, whatever it exits with: a server that the signal ends
+# exits non-zero (Python's with 143), and under `set -e` a cleanup that let that through stopped there, leaving its
+# folder (and a fresh filesystem mounted) behind. An empty PID is skipped.
+stop_process() {
+    local pid
+    for pid in "$@"; do
+        [[ -n $pid ]] || continue
+        kill "$pid" 2> /dev/null || true
+        wait "$pid" 2> /dev/null || true
+    done
+}
+
 # A free TCP port on 127.0.0.1.
 free_port() { python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
 

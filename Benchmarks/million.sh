@@ -80,7 +80,7 @@ FRESH=$WORK/fresh
 NGINX_PID=""
 cleanup() {
     stop_postgres
-    [[ -n "$NGINX_PID" ]] && kill "$NGINX_PID" 2> /dev/null && wait "$NGINX_PID" 2> /dev/null
+    stop_process "$NGINX_PID"
     mountpoint -q "$FRESH" 2> /dev/null && umount "$FRESH"
     rm -rf "$WORK"
 }

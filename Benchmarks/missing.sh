@@ -32,7 +32,7 @@ ensure_mediafetch
 WORK=$(mktemp -d /tmp/mediafetch-missing.XXXXXX)
 NGINX_PID=""
 cleanup() {
-    [[ -n "$NGINX_PID" ]] && kill "$NGINX_PID" 2> /dev/null && wait "$NGINX_PID" 2> /dev/null
+    stop_process "$NGINX_PID"
     rm -rf "$WORK"
 }
 trap cleanup EXIT

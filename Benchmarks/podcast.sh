@@ -50,7 +50,7 @@ WORK=$(mktemp -d /tmp/mediafetch-podcast-bench.XXXXXX)
 OUT=$WORK/out
 NGINX_PID=""
 cleanup() {
-    [[ -n "$NGINX_PID" ]] && kill "$NGINX_PID" 2> /dev/null && wait "$NGINX_PID" 2> /dev/null
+    stop_process "$NGINX_PID"
     rm -rf "$WORK"
 }
 trap cleanup EXIT

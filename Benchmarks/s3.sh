@@ -44,8 +44,8 @@ make_tree
 WORK=$(mktemp -d /tmp/mediafetch-s3bench.XXXXXX)
 NGINX_PID="" WEED_PID=""
 cleanup() {
-    [[ -n "$NGINX_PID" ]] && kill "$NGINX_PID" 2> /dev/null && wait "$NGINX_PID" 2> /dev/null
-    [[ -n "$WEED_PID" ]] && kill "$WEED_PID" 2> /dev/null && wait "$WEED_PID" 2> /dev/null
+    stop_process "$NGINX_PID"
+    stop_process "$WEED_PID"
     [[ -n "${KEEP_LOGS:-}" ]] && cp -r "$WORK/weed/weed.log" "$WORK"/*.log "$KEEP_LOGS/" 2> /dev/null
     rm -rf "$WORK"
 }

@@ -41,7 +41,7 @@ WORK=$(mktemp -d /tmp/mediafetch-workers.XXXXXX)
 chmod 755 "$WORK"
 NGINX_PID=""
 cleanup() {
-    [[ -n "$NGINX_PID" ]] && kill "$NGINX_PID" 2> /dev/null && wait "$NGINX_PID" 2> /dev/null
+    stop_process "$NGINX_PID"
     stop_postgres
     rm -rf "$WORK"
 }
