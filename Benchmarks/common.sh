@@ -45,6 +45,14 @@ stop_process() {
     done
 }
 
+# make_work NAME: WORK, a new folder /tmp/mediafetch-NAME.XXXXXX, removed when the script exits, after the server it
+# started (NGINX_PID, empty until then) is stopped. For scripts that need nothing else undone.
+make_work() {
+    WORK=$(mktemp -d "/tmp/mediafetch-$1.XXXXXX")
+    NGINX_PID=""
+    trap 'stop_process "$NGINX_PID"; rm -rf "$WORK"' EXIT
+}
+
 # A free TCP port on 127.0.0.1.
 free_port() { python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
 

@@ -29,13 +29,7 @@ done
 source "$ROOT/Benchmarks/common.sh"
 ensure_mediafetch
 
-WORK=$(mktemp -d /tmp/mediafetch-missing.XXXXXX)
-NGINX_PID=""
-cleanup() {
-    stop_process "$NGINX_PID"
-    rm -rf "$WORK"
-}
-trap cleanup EXIT
+make_work missing
 
 PORT=$(free_port)
 mkdir -p "$WORK/www"

@@ -46,14 +46,8 @@ if [[ ! -f "$TREE/.complete-$EPISODES-$EPISODE_MB" ]]; then
     sync
 fi
 
-WORK=$(mktemp -d /tmp/mediafetch-podcast-bench.XXXXXX)
+make_work podcast-bench
 OUT=$WORK/out
-NGINX_PID=""
-cleanup() {
-    stop_process "$NGINX_PID"
-    rm -rf "$WORK"
-}
-trap cleanup EXIT
 
 PORT=$(free_port)
 BASE="http://127.0.0.1:$PORT"

@@ -39,17 +39,11 @@ ensure_mediafetch
 make_tree
 
 # --- nginx on a free loopback port --------------------------------------------------------------
-WORK=$(mktemp -d /tmp/mediafetch-bench.XXXXXX)
+make_work bench
 # Every run writes here, after the previous run's files are deleted. Writing each run into a folder of its
 # own instead (to spare runs ext4's check of recently deleted inodes) made the third run onwards 2-5x slower
 # on this virtual disk: freshly allocated space is slow to write here, space just freed is not.
 OUT=$WORK/out
-NGINX_PID=""
-cleanup() {
-    stop_process "$NGINX_PID"
-    rm -rf "$WORK"
-}
-trap cleanup EXIT
 
 PORT=$(free_port)
 start_nginx "access_log off;" "listen 127.0.0.1:$PORT; root $TREE;"
