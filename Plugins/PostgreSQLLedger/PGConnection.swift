@@ -101,7 +101,6 @@ final class PGConnection: @unchecked Sendable {
     /// rolls back those before it and skips those after.
     /// - Returns: what each statement answered, in order (no rows for a command).
     /// - Throws: ``PGError`` of the first statement that failed, or of the lost connection.
-    @discardableResult
     func pipeline(_ statements: [Statement]) throws -> [PGRows] {
         guard !statements.isEmpty else { return [] }
         for statement in statements where !prepared.contains(statement.name) {
