@@ -11,6 +11,8 @@ final class CurlEasy {
     /// The URL the transfer is for: every error names it.
     private(set) var url: URL
     private let errorBuffer: UnsafeMutablePointer<CChar>
+    /// Whether the handle pool has had it back before (it counts each handle once); only read under its lock.
+    var wasGivenBack = false
 
     init(url: URL) throws(TransportError) {
         self.url = url

@@ -143,6 +143,34 @@ struct CurlTLSTests {
             await transport.shutdown()
         }
     }
+
+    /// A handle whose HTTP/2 download ended while other streams still used its connection serves the next download.
+    /// libcurl 7.88 refuses such a handle a new receive-buffer size (its clean-up stops early while the connection is
+    /// in use), and the transport used to replace it: a handle made and freed for most downloads over HTTP/2. Six
+    /// rounds of eight downloads at once use eight handles, and every body, larger than the 16 KiB a reused handle
+    /// then reads at a time, arrives whole.
+    @Test func http2DownloadsReuseTheirHandles() async throws {
+        try await NginxServer.with(tls: true) { server in
+            let tls = try #require(server.tls)
+            let transport = try CurlTransport(.init(concurrency: 8, caFile: tls.caFile.path, http2: true, threads: 1))
+            let contents = (0..<8).map { randomBytes(100_000, seed: 60 + UInt64($0)) }
+            let urls = try contents.indices.map { index in
+                try server.serve(contents[index], at: "files/reuse-\(index).bin")
+                return server.httpsBaseURL.appendingPathComponent("files/reuse-\(index).bin")
+            }
+            try await withTemporaryDirectory { directory in
+                for round in 0..<6 {
+                    let folder = directory.appendingPathComponent("\(round)")
+                    try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+                    try await downloadAll(urls, expecting: contents, into: folder, with: transport)
+                }
+            }
+            let lines = try server.logLines(server.tlsLog, atLeast: 48).map(TLSLogLine.init)
+            #expect(lines.count == 48 && lines.allSatisfy { $0.protocolName == "HTTP/2.0" })
+            #expect(transport.easyHandlesUsed == 8)
+            await transport.shutdown()
+        }
+    }
 }
 
 /// One line of ``NginxServer/tlsLog``: `$connection $server_protocol $msec $request_time $status $request_uri`.
