@@ -216,10 +216,7 @@ final class MockConnection {
         if plan.delay > 0, core.waitForStop(seconds: plan.delay) { return .close }
         let keepAlive = Self.wantsKeepAlive(head) && !plan.closeAfterResponse
         if case .respond(let status, let headers, let body) = plan.replacement {
-            var fields = headers
-            if !headers.contains(where: { $0.0.lowercased() == "content-length" }) {
-                fields.append(("Content-Length", String(body.count)))
-            }
+            let fields = Self.withLength(headers, of: body)
             let content = MockContent(bytes: body)
             return send(
                 status: status, headers: fields, body: content, range: 0..<content.count, isHead: false,
@@ -230,6 +227,13 @@ final class MockConnection {
         return send(
             status: 200, headers: answer.headers, body: content, range: 0..<content.count, isHead: false,
             plan: FaultPlan(nil), keepAlive: keepAlive)
+    }
+
+    /// A scripted answer's `headers`, with the `Content-Length` of `body` added unless they frame it themselves (a
+    /// `Content-Length`, or a `Transfer-Encoding` whose framing the scripted body carries).
+    private static func withLength(_ headers: [(String, String)], of body: [UInt8]) -> [(String, String)] {
+        let framed = headers.contains { ["content-length", "transfer-encoding"].contains($0.0.lowercased()) }
+        return framed ? headers : headers + [("Content-Length", String(body.count))]
     }
 
     private static func wantsKeepAlive(_ head: HTTPHeadParser.Head) -> Bool {
@@ -245,10 +249,7 @@ final class MockConnection {
         switch plan.replacement {
         case .respond(let status, let headers, let body):
             let content = MockContent(bytes: body)
-            var fields = headers
-            if !headers.contains(where: { $0.0.lowercased() == "content-length" }) {
-                fields.append(("Content-Length", String(body.count)))
-            }
+            let fields = Self.withLength(headers, of: body)
             // A scripted `Connection: close` must really close, or the client and the server disagree.
             let scriptedClose = headers.contains {
                 $0.0.lowercased() == "connection" && $0.1.lowercased().contains("close")

@@ -4,7 +4,9 @@
 /// Faults that limit the body (`truncate`, `reset`, `stall`) count body bytes only, after the headers, and
 /// apply to whatever the request would have got (a file, a range of it, a search answer).
 public enum MockFault: Sendable {
-    /// Answer with exactly this instead; `Content-Length` and `Connection` are added when missing.
+    /// Answer with exactly this instead; `Content-Length` and `Connection` are added when missing. With a
+    /// `Transfer-Encoding` among `headers` no length is added, and `body` goes out as given: for `chunked`, it is
+    /// the chunks, sizes and all (see ``chunked(_:pieceSize:)``).
     case respond(status: Int, headers: [(String, String)], body: [UInt8])
     /// Promise the full `Content-Length`, send this many body bytes, then close normally (FIN).
     case truncate(afterBytes: Int)
@@ -32,6 +34,20 @@ public enum MockFault: Sendable {
     /// All of these at once, e.g. `[.delay(seconds: 1), .truncate(afterBytes: 10)]`; a later fault of the
     /// same kind replaces an earlier one.
     case combined([MockFault])
+
+    /// `body` in HTTP/1.1's chunked framing (each piece's size in hex, the piece, then the last, empty chunk): the
+    /// body of a ``respond(status:headers:body:)`` whose headers say `Transfer-Encoding: chunked`, an answer that
+    /// announces no length.
+    public static func chunked(_ body: [UInt8], pieceSize: Int = 4096) -> [UInt8] {
+        var framed: [UInt8] = []
+        var start = 0
+        while start < body.count {
+            let end = min(body.count, start + max(1, pieceSize))
+            framed += Array((String(end - start, radix: 16) + "\r\n").utf8) + body[start..<end] + [13, 10]
+            start = end
+        }
+        return framed + Array("0\r\n\r\n".utf8)
+    }
 }
 
 /// What a response should look like after applying faults; built once per request.

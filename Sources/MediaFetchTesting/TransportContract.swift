@@ -637,15 +637,23 @@ extension TransportContract.Clause {
     }
 
     /// A failed download whose answer is small (a 404 page) leaves its connection open for the next: a list with many
-    /// missing files does not open a connection (over TLS, a handshake) for each of them.
+    /// missing files does not open a connection (over TLS, a handshake) for each of them. Every other page comes
+    /// without a length (`chunked`), as many servers send their error pages.
     public static let reusesConnectionsAfterErrors = Self("keep-alive: a 404 keeps its connection") { context in
+        let page = MockFault.chunked(Array(String(repeating: "<p>Not Found</p>\n", count: 200).utf8), pieceSize: 1000)
+        context.server.setFaultHook { request in
+            guard request.path.hasPrefix("/missing-"), request.path.hasSuffix("-chunked.m4a") else { return nil }
+            return .respond(
+                status: 404, headers: [("Content-Type", "text/html"), ("Transfer-Encoding", "chunked")], body: page)
+        }
         try await context.with(concurrency: 2) { transport in
             let before = context.server.connectionsAccepted
             for index in 0..<20 {
                 let error = try await expectError(TransportError.self, "a download of missing file \(index)") {
                     _ = try await transport.download(
                         DownloadRequest(
-                            url: context.server.url(path: "/missing-\(index).m4a"), destination: context.file())
+                            url: context.server.url(path: "/missing-\(index)\(index % 2 == 0 ? "" : "-chunked").m4a"),
+                            destination: context.file())
                     ) { _ in }
                 }
                 try demand(error.status == 404, "threw \(error), expected HTTP 404")

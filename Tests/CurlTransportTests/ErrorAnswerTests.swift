@@ -10,13 +10,19 @@ import Testing
 /// error page every transport must handle.)
 @Suite("CurlTransport's failed answers")
 struct ErrorAnswerTests {
-    /// Three downloads in a row, one at a time, each answered 404 with a body of `size` bytes: the connections they
-    /// took.
-    private func connections(forErrorAnswersOf size: Int) async throws -> Int {
+    /// Three downloads in a row, one at a time, each answered 404 with a body of `size` bytes (announced, or sent
+    /// `chunked` without a length): the connections they took.
+    private func connections(forErrorAnswersOf size: Int, chunked: Bool = false) async throws -> Int {
         let server = try MockCatalogServer()
         defer { server.stop() }
         let page = [UInt8](repeating: UInt8(ascii: "x"), count: size)
-        server.setFaultHook { _ in .respond(status: 404, headers: [("Content-Type", "text/html")], body: page) }
+        let answer: MockFault =
+            chunked
+            ? .respond(
+                status: 404, headers: [("Content-Type", "text/html"), ("Transfer-Encoding", "chunked")],
+                body: MockFault.chunked(page, pieceSize: 5_000))
+            : .respond(status: 404, headers: [("Content-Type", "text/html")], body: page)
+        server.setFaultHook { _ in answer }
         let transport = try CurlTransport(.init(concurrency: 1, threads: 1))
         try await withTemporaryDirectory { directory in
             for index in 0..<3 {
@@ -39,6 +45,13 @@ struct ErrorAnswerTests {
     @Test(arguments: [(60 * 1024, 1), (64 * 1024, 1), (64 * 1024 + 1, 3), (1 << 20, 3)])
     func anErrorAnswerKeepsItsConnectionOnlyWhenSmall(size: Int, connections expected: Int) async throws {
         #expect(try await connections(forErrorAnswersOf: size) == expected)
+    }
+
+    /// An error answer that announces no length (`chunked`, as many servers send their error pages) is counted as it
+    /// comes: read to its end up to 64 KiB, refused beyond.
+    @Test(arguments: [(30_000, 1), (64 * 1024, 1), (64 * 1024 + 1, 3), (1 << 20, 3)])
+    func aChunkedErrorAnswerKeepsItsConnectionOnlyWhenSmall(size: Int, connections expected: Int) async throws {
+        #expect(try await connections(forErrorAnswersOf: size, chunked: true) == expected)
     }
 
     /// An error answer whose body stops coming ends with its status after a second (``CurlTransfer/drainTime``), not
