@@ -11,8 +11,12 @@ final class CurlEasy {
     /// The URL the transfer is for: every error names it.
     private(set) var url: URL
     private let errorBuffer: UnsafeMutablePointer<CChar>
-    /// Whether the handle pool has had it back before (it counts each handle once); only read under its lock.
+    /// Whether the handle pool has had it back before (it counts each handle once); used only under the pool's lock.
     var wasGivenBack = false
+    /// Whether libcurl ended the handle's last transfer without an error, every byte of it delivered: set on the
+    /// engine thread as the transfer ends, read and cleared as the handle is set up for the next (``CurlTransport``'s
+    /// `makeEasy`). A transfer stopped while paused may leave bytes that libcurl holds for it in the handle.
+    var lastTransferCompleted = false
 
     init(url: URL) throws(TransportError) {
         self.url = url

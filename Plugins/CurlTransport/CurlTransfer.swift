@@ -373,6 +373,7 @@ final class CurlTransfer: @unchecked Sendable {
     /// Ends the transfer once libcurl has let go of it, and resumes the waiting task. Its ramp ticket ends first: a
     /// transfer answered over a connection it did not open shows that the server keeps connections.
     func complete(_ code: CURLcode) {
+        easy.lastTransferCompleted = code == CURLE_OK
         ticket?.ended(connects: easy.newConnections)
         resume(outcome(code))
     }

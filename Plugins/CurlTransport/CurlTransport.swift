@@ -289,14 +289,21 @@ public final class CurlTransport: Transport {
 
     /// An easy handle with the options every request shares: the safety settings first.
     private func makeEasy(url: URL, timeout: Duration?) throws(TransportError) -> CurlEasy {
-        let easy = try handles.take(for: url)
+        var easy = try handles.take(for: url)
         // libcurl 7.88 refuses a new size to a handle that still holds its last transfer's receive buffer: after a
         // failure, and after nearly every HTTP/2 download (one that ends while other streams use its connection
-        // skips the end of libcurl's clean-up). Such a handle keeps the buffer it has, and reads into it libcurl's
-        // default 16 KiB at a time. Replacing it instead cost a handle's making and freeing for 72% of the downloads
-        // over HTTP/2: 20,000 x 10 KB now take 0.93x the time and 0.90x the CPU, and ten files of 50 MB 1.02x and
-        // 1.01x, within the noise.
-        _ = easy.set(bufferSize: Self.bufferSize)
+        // skips the end of libcurl's clean-up). After a transfer libcurl completed, such a handle keeps the buffer
+        // it has and reads into it libcurl's default 16 KiB at a time: replacing it cost a handle's making and
+        // freeing for 72% of the downloads over HTTP/2 (20,000 x 10 KB now take 0.91-0.93x the time and 0.90x the
+        // CPU; ten files of 50 MB 1.02x and 1.01x, within the noise). After a failure it is replaced: the skipped
+        // clean-up also keeps the bytes libcurl held for a transfer stopped while paused (`max-rate`), which the
+        // next transfer to pause would write out as its own.
+        let completed = easy.lastTransferCompleted
+        easy.lastTransferCompleted = false
+        if easy.set(bufferSize: Self.bufferSize) != CURLE_OK && !completed {
+            easy = try CurlEasy(url: url)
+            try easy.set(CURLOPT_BUFFERSIZE, Self.bufferSize, "CURLOPT_BUFFERSIZE")
+        }
         try easy.setURL()
         // Only http and https, redirects included: a Location pointing at file:// or ftp:// fails the transfer.
         try easy.set(CURLOPT_PROTOCOLS_STR, "http,https", "CURLOPT_PROTOCOLS_STR")

@@ -171,6 +171,44 @@ struct CurlTLSTests {
             await transport.shutdown()
         }
     }
+
+    /// A handle whose HTTP/2 download failed is not reused when libcurl refuses it a new buffer size: the clean-up
+    /// libcurl skipped may also keep bytes it held for that transfer (one stopped while paused by `max-rate`), which
+    /// the next transfer to pause would write out as its own. Of eight downloads at once that time out, all but the
+    /// last to end leave their handles behind (the last finds its connection free, and libcurl's clean-up runs
+    /// whole), and the eight after them, which arrive whole, take new ones for those: more than eight handles in all.
+    @Test func failedHTTP2DownloadsDoNotPassOnTheirHandles() async throws {
+        try await NginxServer.with(tls: true) { server in
+            let tls = try #require(server.tls)
+            let transport = try CurlTransport(
+                .init(concurrency: 8, timeout: .milliseconds(500), caFile: tls.caFile.path, http2: true, threads: 1))
+            // nginx sends 64 KiB of each at once and then 64 KiB a second: none ends within half a second.
+            let slow = try (0..<8).map { index in
+                try server.serve(randomBytes(300_000, seed: 80 + UInt64(index)), at: "slow/stopped-\(index).bin")
+                return server.httpsBaseURL.appendingPathComponent("slow/stopped-\(index).bin")
+            }
+            let contents = (0..<8).map { randomBytes(100_000, seed: 90 + UInt64($0)) }
+            let urls = try contents.indices.map { index in
+                try server.serve(contents[index], at: "files/after-\(index).bin")
+                return server.httpsBaseURL.appendingPathComponent("files/after-\(index).bin")
+            }
+            try await withTemporaryDirectory { directory in
+                try await withThrowingTaskGroup(of: TransportError?.self) { group in
+                    for (index, url) in slow.enumerated() {
+                        group.addTask {
+                            let request = DownloadRequest(
+                                url: url, destination: directory.appendingPathComponent("stopped-\(index).part"))
+                            return await transportError { try await transport.download(request) { _ in } }
+                        }
+                    }
+                    for try await error in group { #expect(error?.code == .timedOut) }
+                }
+                try await downloadAll(urls, expecting: contents, into: directory, with: transport)
+            }
+            #expect(transport.easyHandlesUsed > 8)
+            await transport.shutdown()
+        }
+    }
 }
 
 /// One line of ``NginxServer/tlsLog``: `$connection $server_protocol $msec $request_time $status $request_uri`.
