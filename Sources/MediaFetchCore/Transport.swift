@@ -23,7 +23,8 @@ import Foundation
 ///   it answers whatever the status, like ``send(_:)``, and a cancelled upload stops promptly. A transport that cannot upload keeps the default, which throws
 ///   ``TransportError/Code/unsupported``.
 /// * The same instance serves many concurrent calls, and reuses connections between them, also after a download
-///   that failed on a small answer (a 404 page: read it to its end rather than close the connection).
+///   that failed on a small answer (a 404 page, with a length or `chunked`: read it to its end rather than close the
+///   connection).
 public protocol Transport: Sendable {
     /// How many downloads the pipeline should run at once with this transport.
     var maxConcurrentTransfers: Int { get }
