@@ -7,7 +7,7 @@ import Testing
 
 /// A batch writes a whole download (begun, answered, stored) as one statement: the rows must come out
 /// exactly as when every write is committed on its own.
-@Suite("Ledger batches")
+@Suite("Ledger batches", .removesScratch)
 struct LedgerTests {
     /// A fresh ledger in a folder of its own.
     static func ledger() throws -> Ledger {

@@ -4,7 +4,7 @@ import Testing
 @testable import MediaFetchCore
 
 /// The names a sink plans, kept in the run's ledger instead of in memory: the same names, call for call.
-@Suite("PathReserver")
+@Suite("PathReserver", .removesScratch)
 struct PathReserverTests {
     /// Clashes of every kind the numbering knows: case and normalization, a taken numbered name, a directory
     /// where a file is, a file where a directory is, the collection's own files, and long names.

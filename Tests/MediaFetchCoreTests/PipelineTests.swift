@@ -4,6 +4,7 @@ import Synchronization
 import Testing
 
 /// The runner with in-memory plugins: bounds, ordering, failures, cancellation.
+@Suite(.removesScratch)
 struct PipelineTests {
     struct ListSource: Source {
         var outputs: [SourceOutput]
@@ -111,7 +112,7 @@ struct PipelineTests {
     }
 
     static func staging() -> URL {
-        FileManager.default.temporaryDirectory.appendingPathComponent("mediafetch-pipeline-\(UUID().uuidString)")
+        scratchPath("mediafetch-pipeline")
     }
 
     static func run(

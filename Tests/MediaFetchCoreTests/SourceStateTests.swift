@@ -5,6 +5,7 @@ import Testing
 @testable import MediaFetchCore
 
 /// The key-value store a source keeps in the ledger between runs.
+@Suite(.removesScratch)
 struct SourceStateTests {
     @Test func valuesSurviveReopeningAndAreScopedBySource() throws {
         let folder = try scratchFolder("state")

@@ -4,7 +4,7 @@ import Testing
 
 @testable import MediaFetchCore
 
-@Suite("Staging folder")
+@Suite("Staging folder", .removesScratch)
 struct StagingTests {
     /// Staging names are what a later run resumes from, so they never change between versions: FNV-1a 64 of the
     /// source, a zero byte and the id (values computed apart from this code), with the id's ASCII letters and digits.
