@@ -60,8 +60,7 @@ struct CurlTLSTests {
             let transport = try CurlTransport(
                 .init(concurrency: 4, caFile: tls.caFile.path, http2: true, maxRate: 2_000_000, threads: 1))
             let contents = (0..<4).map { randomBytes(300_000, seed: 40 + UInt64($0)) }
-            for index in contents.indices { try server.serve(contents[index], at: "files/r\(index).bin") }
-            let urls = contents.indices.map { server.httpsBaseURL.appendingPathComponent("files/r\($0).bin") }
+            let urls = try server.serveOverHTTPS(contents, named: "files/r")
             let start = ContinuousClock.now
             try await withTemporaryDirectory { directory in
                 try await downloadAll(urls, expecting: contents, into: directory, with: transport)
@@ -118,10 +117,7 @@ struct CurlTLSTests {
             // The server sends 64 KiB at once and then 64 KiB a second: each of these takes about a second,
             // long enough that all of them are in flight together.
             let contents = (0..<6).map { randomBytes(130_000, seed: 30 + UInt64($0)) }
-            let urls = try contents.indices.map { index in
-                try server.serve(contents[index], at: "slow/\(index).bin")
-                return server.httpsBaseURL.appendingPathComponent("slow/\(index).bin")
-            }
+            let urls = try server.serveOverHTTPS(contents, named: "slow/")
             try await withTemporaryDirectory { directory in
                 try await downloadAll(urls, expecting: contents, into: directory, with: transport)
             }
@@ -154,10 +150,7 @@ struct CurlTLSTests {
             let tls = try #require(server.tls)
             let transport = try CurlTransport(.init(concurrency: 8, caFile: tls.caFile.path, http2: true, threads: 1))
             let contents = (0..<8).map { randomBytes(100_000, seed: 60 + UInt64($0)) }
-            let urls = try contents.indices.map { index in
-                try server.serve(contents[index], at: "files/reuse-\(index).bin")
-                return server.httpsBaseURL.appendingPathComponent("files/reuse-\(index).bin")
-            }
+            let urls = try server.serveOverHTTPS(contents, named: "files/reuse-")
             try await withTemporaryDirectory { directory in
                 for round in 0..<6 {
                     let folder = directory.appendingPathComponent("\(round)")
@@ -184,15 +177,10 @@ struct CurlTLSTests {
                 .init(concurrency: 8, timeout: .milliseconds(1500), caFile: tls.caFile.path, http2: true, threads: 1))
             // nginx sends 64 KiB of each at once and then 64 KiB a second: none ends within three seconds, and the
             // files after them have a second and a half on a busy machine.
-            let slow = try (0..<8).map { index in
-                try server.serve(randomBytes(300_000, seed: 80 + UInt64(index)), at: "slow/stopped-\(index).bin")
-                return server.httpsBaseURL.appendingPathComponent("slow/stopped-\(index).bin")
-            }
+            let slow = try server.serveOverHTTPS(
+                (0..<8).map { randomBytes(300_000, seed: 80 + UInt64($0)) }, named: "slow/stopped-")
             let contents = (0..<8).map { randomBytes(100_000, seed: 90 + UInt64($0)) }
-            let urls = try contents.indices.map { index in
-                try server.serve(contents[index], at: "files/after-\(index).bin")
-                return server.httpsBaseURL.appendingPathComponent("files/after-\(index).bin")
-            }
+            let urls = try server.serveOverHTTPS(contents, named: "files/after-")
             try await withTemporaryDirectory { directory in
                 try await withThrowingTaskGroup(of: TransportError?.self) { group in
                     for (index, url) in slow.enumerated() {
@@ -208,6 +196,16 @@ struct CurlTLSTests {
             }
             #expect(transport.easyHandlesUsed > 8)
             await transport.shutdown()
+        }
+    }
+}
+
+extension NginxServer {
+    /// Serves each of `contents` at `<prefix><index>.bin` and answers their https URLs, in order.
+    fileprivate func serveOverHTTPS(_ contents: [Data], named prefix: String) throws -> [URL] {
+        try contents.indices.map { index in
+            try serve(contents[index], at: "\(prefix)\(index).bin")
+            return httpsBaseURL.appendingPathComponent("\(prefix)\(index).bin")
         }
     }
 }
