@@ -53,6 +53,11 @@ make_work() {
     trap 'stop_process "$NGINX_PID"; rm -rf "$WORK"' EXIT
 }
 
+# ratio A B: A over B as "1.23x", or "-" when either is FAIL or B is 0 (a figure beside a baseline that failed).
+ratio() {
+    awk -v a="$1" -v b="$2" 'BEGIN { if (a == "FAIL" || b == "FAIL" || b == 0) print "-"; else printf "%.2fx", a / b }'
+}
+
 # A free TCP port on 127.0.0.1.
 free_port() { python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
 

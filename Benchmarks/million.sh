@@ -284,7 +284,7 @@ for row in $ROWS; do
         [[ -z "${walls[$tool]:-}" ]] && continue
         wall=$(printf '%s' "${walls[$tool]}" | median)
         peak=$(printf '%s' "${rss[$tool]}" | median)
-        ratio=$(awk -v a="$wall" -v b="$curl_wall" 'BEGIN { if (a == "FAIL" || b == "FAIL" || b == 0) print "-"; else printf "%.2fx", a / b }')
+        ratio=$(ratio "$wall" "$curl_wall")
         mib=$(awk -v k="$peak" 'BEGIN { if (k == "FAIL") print "FAIL"; else printf "%.1f", k / 1024 }')
         cpu=$(printf '%s' "${cpus[$tool]}" | median)
         printf '%-22s %-20s %9s %10s %9s %8s\n' "$count x $kb KiB" "$tool" "$wall" "$mib" "$ratio" "$cpu"

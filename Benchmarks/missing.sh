@@ -143,8 +143,7 @@ for tool in $TOOLS; do
     fi
     printf '%-12s %-16s %9s %10s %14s %8s %12s %9s\n' "$COUNT" "$tool" "$wall" \
         "$(printf '%s' "${rss[$tool]}" | median | awk '{ printf "%.1f", $1 / 1024 }')" \
-        "$(awk -v a="$wall" -v b="$base" 'BEGIN { if (b == "FAIL" || b == 0) print "-"; else printf "%.2fx", a / b
-            }')" \
+        "$(ratio "$wall" "$base")" \
         "$(printf '%s' "${cpus[$tool]}" | median)" "$(printf '%s' "${conns[$tool]}" | median)" \
         "$(printf '%s' "${asked[$tool]}" | median)"
 done
