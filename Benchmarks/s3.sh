@@ -44,8 +44,7 @@ make_tree
 WORK=$(mktemp -d /tmp/mediafetch-s3bench.XXXXXX)
 NGINX_PID="" WEED_PID=""
 cleanup() {
-    stop_process "$NGINX_PID"
-    stop_process "$WEED_PID"
+    stop_process "$NGINX_PID" "$WEED_PID"
     [[ -n "${KEEP_LOGS:-}" ]] && cp -r "$WORK/weed/weed.log" "$WORK"/*.log "$KEEP_LOGS/" 2> /dev/null
     rm -rf "$WORK"
 }
